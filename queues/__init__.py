@@ -1,0 +1,17 @@
+"""EchoMQ: a Redis job queue whose every state move is one Lua script.
+
+The protocol is in PROTOCOL.md; this package is its Python runtime (no Django).
+"""
+
+from __future__ import annotations
+
+from .client import AsyncEchoMQ, EchoMQ
+from .errors import Duplicate, EmqError, InvalidInput, NothingToClaim, Refused, Unavailable
+from .keys import STATES, QueueKeys, validate_job_id, validate_queue_name
+from .moves import BatchResult, ClaimedJob, FencingToken, MoveResult
+
+__all__ = [
+    "AsyncEchoMQ", "EchoMQ", "Duplicate", "EmqError", "InvalidInput", "NothingToClaim", "Refused",
+    "Unavailable", "STATES", "QueueKeys", "validate_job_id", "validate_queue_name", "BatchResult",
+    "ClaimedJob", "FencingToken", "MoveResult",
+]

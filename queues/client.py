@@ -1,0 +1,356 @@
+"""Sync and asyncio clients: they run the calls built in :mod:`queues.moves`.
+
+Every call goes EVALSHA first; on NOSCRIPT (after SCRIPT FLUSH, a restart, a
+failover to a node that never saw the script) it is sent once more as EVAL,
+which runs it and caches it on that node. NOSCRIPT means the script did not
+run, so sending it again cannot apply a move twice.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any, Iterator, TypeVar
+
+import redis
+import redis.exceptions
+
+from . import moves, reads
+from .connection import AsyncClient, SyncClient, connect, connect_async
+from .errors import EmqError, InvalidInput, Unavailable
+from redis.crc import key_slot
+
+from .connection import is_cluster_client
+from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id, validate_queue_name
+from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
+from .scripts import script
+
+T = TypeVar("T")
+
+_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                redis.exceptions.ClusterDownError if hasattr(redis.exceptions, "ClusterDownError") else OSError)
+
+
+def default_actor() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _translate(call: Call[Any], error: Exception) -> Exception:
+    if isinstance(error, EmqError):
+        return error
+    if isinstance(error, _UNREACHABLE):
+        return Unavailable(f"redis unreachable during {call.script}: {error}")
+    if isinstance(error, redis.exceptions.ResponseError) and "emq:" in str(error):
+        return InvalidInput(str(error).split("emq: ", 1)[-1])
+    return error
+
+
+def _parse(call: Call[T], reply: Any) -> T:
+    return call.parse(reply)
+
+
+class _Moves:
+    """The named moves, shared by both clients (``run`` is sync or async)."""
+
+    actor: str
+
+    def run(self, call: Call[Any]) -> Any:
+        raise NotImplementedError
+
+    def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
+                max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> Any:
+        return self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
+                                      max_attempts=max_attempts, actor=self.actor))
+
+    def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> Any:
+        return self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
+
+    def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> Any:
+        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms))
+
+    def complete(self, queue: str, job_id: str, token: object) -> Any:
+        return self.run(moves.complete(queue, job_id, token, actor=self.actor))
+
+    def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
+             backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> Any:
+        return self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
+
+    def release(self, queue: str, job_id: str, token: object) -> Any:
+        return self.run(moves.release(queue, job_id, token, actor=self.actor))
+
+    def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
+                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Any:
+        return self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
+                                            expect_attempts=expect_attempts, actor=self.actor,
+                                            extra_attempts=extra_attempts))
+
+    def retry(self, queue: str, job_id: str, **seen: Any) -> Any:
+        return self.operator_move("retry", queue, job_id, **seen)
+
+    def recover(self, queue: str, job_id: str, **seen: Any) -> Any:
+        return self.operator_move("recover", queue, job_id, **seen)
+
+    def promote(self, queue: str, job_id: str, **seen: Any) -> Any:
+        return self.operator_move("promote", queue, job_id, **seen)
+
+    def cancel(self, queue: str, job_id: str, **seen: Any) -> Any:
+        return self.operator_move("cancel", queue, job_id, **seen)
+
+    def delete(self, queue: str, job_id: str, **seen: Any) -> Any:
+        return self.operator_move("delete", queue, job_id, **seen)
+
+
+class EchoMQ(_Moves):
+    """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``."""
+
+    def __init__(self, client: SyncClient, *, actor: str | None = None) -> None:
+        self.redis = client
+        self.actor = actor or default_actor()
+        self._registered: set[str] = set()
+
+    @classmethod
+    def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> EchoMQ:
+        return cls(connect(url, **options), actor=actor)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def run(self, call: Call[T]) -> T:
+        s = script(call.script)
+        try:
+            try:
+                reply = self.redis.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+            except redis.exceptions.NoScriptError:
+                reply = self.redis.eval(s.source, len(call.keys), *call.keys, *call.args)
+            result = call.parse(reply)
+        except Exception as error:
+            raise _translate(call, error) from error
+        if call.registers:
+            self._register(call.registers)
+        return result
+
+    def run_many(self, calls: list[Call[Any]]) -> list[Any]:
+        """Pipelines the calls (one round trip per node); each is still its own atomic script.
+
+        Returns, in order, each call's result or the exception it raised.
+        """
+        if not calls:
+            return []
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for call in calls:
+                s = script(call.script)
+                pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as error:
+            raise _translate(calls[0], error) from error
+        results: list[Any] = []
+        for call, reply in zip(calls, replies):
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                try:
+                    results.append(self.run(call))
+                except Exception as error:
+                    results.append(error)
+                continue
+            try:
+                if isinstance(reply, Exception):
+                    raise reply
+                results.append(call.parse(reply))
+                if call.registers:
+                    self._register(call.registers)
+            except Exception as error:
+                results.append(_translate(call, error))
+        return results
+
+    def _register(self, queue: str) -> None:
+        if queue not in self._registered:
+            self.redis.sadd(QUEUE_REGISTRY, queue)
+            self._registered.add(queue)
+
+    def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
+                     max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
+        """Enqueue in pipelined chunks; returns the new ids. Each enqueue is its own atomic script."""
+        ids: list[str] = []
+        for start in range(0, len(payloads), chunk):
+            calls = [moves.enqueue(queue, p, delay_ms=delay_ms, max_attempts=max_attempts, actor=self.actor)
+                     for p in payloads[start:start + chunk]]
+            for result in self.run_many(calls):
+                if isinstance(result, Exception):
+                    raise result
+                ids.append(result)
+        return ids
+
+    def batches(self, make: Any) -> Iterator[BatchResult]:
+        """Calls a batch move again and again while it reports more, yielding each batch's tally.
+
+        ``make(skip)`` builds the call; ``skip`` counts the inconsistent ids
+        skipped so far, which stay at the head of the set.
+        """
+        skipped = 0
+        while True:
+            result: BatchResult = self.run(make(skipped))
+            skipped += result.skipped
+            yield result
+            if not result.more:
+                return
+
+    def recover_expired(self, queue: str, *, limit: int = 500) -> BatchResult:
+        return _total(self.batches(lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip)))
+
+    def retry_failed(self, queue: str, *, limit: int = 500, extra_attempts: int = 1) -> BatchResult:
+        cutoff = self.server_time_ms(queue)
+        return _total(self.batches(lambda skip: moves.retry_failed(
+            queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1, skip=skip)))
+
+    def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 500) -> BatchResult:
+        return _total(self.batches(lambda skip: moves.purge(
+            queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip)))
+
+    def server_time_ms(self, queue: str) -> int:
+        """The clock of the server that holds ``queue`` (the one its scripts read)."""
+        return self.run(reads.clock(queue))
+
+    # Reads -----------------------------------------------------------------
+
+    def stats(self, queue: str) -> reads.QueueStats:
+        return self.run(reads.stats(queue))
+
+    def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
+        return self.run_many([reads.stats(q) for q in queues])
+
+    def page(self, queue: str, state: str, **where: Any) -> reads.Page:
+        return self.run(reads.page(queue, state, **where))
+
+    def job(self, queue: str, job_id: str) -> reads.JobView:
+        return self.run(reads.job(queue, job_id))
+
+    def events(self, queue: str, *, count: int = 100, after: str | None = None) -> list[reads.Event]:
+        """The newest ``count`` events, newest first; or, with ``after``, the ones after that id, oldest first."""
+        key = QueueKeys(queue).events
+        count = moves._int(count, "count", 1, 10_000)
+        try:
+            if after is None:
+                entries = self.redis.xrevrange(key, "+", "-", count=count)
+            else:
+                entries = self.redis.xrange(key, f"({after}", "+", count=count)
+        except redis.exceptions.ResponseError as error:
+            raise InvalidInput(f"bad event id {after!r}: {error}") from error
+        except _UNREACHABLE as error:
+            raise Unavailable(f"redis unreachable: {error}") from error
+        return [reads.parse_event(entry_id, data) for entry_id, data in entries]
+
+    def job_events(self, queue: str, job_id: str, *, scan: int = 10_000) -> list[reads.Event]:
+        """A job's history from the newest ``scan`` events of its queue (the stream is capped)."""
+        job_id = validate_job_id(job_id)
+        return [e for e in self.events(queue, count=scan) if e.job_id == job_id]
+
+    def queues(self) -> list[str]:
+        """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`)."""
+        try:
+            names = {_text(n) for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)}
+        except _UNREACHABLE as error:
+            raise Unavailable(f"redis unreachable: {error}") from error
+        return sorted(names)
+
+    def discover_queues(self, *, step: int = 1000) -> list[str]:
+        """Finds queues written by runtimes that did not register them, and registers them.
+
+        SCANs every primary in steps of ``step`` keys (never KEYS), so it is
+        bounded per call but walks the whole keyspace: run it in the background.
+        """
+        found: set[str] = set()
+        for node in _primaries(self.redis):
+            for key in node.scan_iter(match="emq:{*}:*", count=step, _type="zset"):
+                name = _queue_of(_text(key))
+                if name:
+                    found.add(name)
+        known = set(self.queues())
+        new = sorted(found - known)
+        if new:
+            self.redis.sadd(QUEUE_REGISTRY, *new)
+        return sorted(found | known)
+
+    def keyslot(self, queue: str) -> int:
+        return key_slot(QueueKeys(queue).prefix.encode())
+
+
+def _primaries(client: SyncClient) -> list[Any]:
+    if is_cluster_client(client):
+        return [client.get_redis_connection(node) for node in client.get_primaries()]  # type: ignore[union-attr]
+    return [client]
+
+
+def _queue_of(key: str) -> str | None:
+    if not key.startswith("emq:{"):
+        return None
+    end = key.find("}:", 5)
+    name = key[5:end] if end > 5 else ""
+    try:
+        return validate_queue_name(name)
+    except InvalidInput:
+        return None
+
+
+def _total(batches: Iterator[BatchResult]) -> BatchResult:
+    moved = missing = skipped = to_failed = 0
+    for batch in batches:
+        moved += batch.moved
+        missing += batch.missing
+        skipped += batch.skipped
+        to_failed += batch.to_failed
+    return BatchResult(moved, missing, skipped, False, to_failed)
+
+
+class AsyncEchoMQ(_Moves):
+    """The asyncio client, used by the worker runner and the console's live parts."""
+
+    def __init__(self, client: AsyncClient, *, actor: str | None = None) -> None:
+        self.redis = client
+        self.actor = actor or default_actor()
+        self._registered: set[str] = set()
+
+    @classmethod
+    def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> AsyncEchoMQ:
+        return cls(connect_async(url, **options), actor=actor)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def run(self, call: Call[T]) -> T:
+        s = script(call.script)
+        try:
+            try:
+                reply = await self.redis.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+            except redis.exceptions.NoScriptError:
+                reply = await self.redis.eval(s.source, len(call.keys), *call.keys, *call.args)
+            result = call.parse(reply)
+        except Exception as error:
+            raise _translate(call, error) from error
+        if call.registers and call.registers not in self._registered:
+            await self.redis.sadd(QUEUE_REGISTRY, call.registers)
+            self._registered.add(call.registers)
+        return result
+
+    async def run_many(self, calls: list[Call[Any]]) -> list[Any]:
+        if not calls:
+            return []
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for call in calls:
+                s = script(call.script)
+                pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+            replies = await pipe.execute(raise_on_error=False)
+        except Exception as error:
+            raise _translate(calls[0], error) from error
+        results: list[Any] = []
+        for call, reply in zip(calls, replies):
+            try:
+                if isinstance(reply, redis.exceptions.NoScriptError):
+                    results.append(await self.run(call))
+                    continue
+                if isinstance(reply, Exception):
+                    raise reply
+                results.append(call.parse(reply))
+            except Exception as error:
+                results.append(_translate(call, error))
+        return results

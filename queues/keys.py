@@ -1,0 +1,102 @@
+"""The EchoMQ keyspace: every key of queue Q starts with ``emq:{Q}:``.
+
+The braces make Q the Redis Cluster hash tag, so all of a queue's keys live
+in one slot and every move can be one atomic script. This module is the only
+place that spells a key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from .errors import InvalidInput
+
+State = Literal["pending", "active", "done", "failed"]
+STATES: Final[tuple[State, ...]] = ("pending", "active", "done", "failed")
+
+# Where the names of known queues are registered (SADD by whoever creates a
+# queue). It is outside any queue's slot, so no script writes it.
+QUEUE_REGISTRY: Final = "emq:queues"
+
+MAX_QUEUE_NAME = 128
+MAX_JOB_ID = 256
+# Braces would move the hash tag into another slot; whitespace and control
+# characters make keys that cannot be typed or logged safely. A queue name
+# also may not hold ':', which separates the parts of a key.
+_FORBIDDEN_IN_ID = re.compile(r"[{}\x00-\x20\x7f]")
+_FORBIDDEN_IN_QUEUE = re.compile(r"[{}:\x00-\x20\x7f]")
+
+
+def validate_queue_name(name: object) -> str:
+    return _validate(name, "queue name", MAX_QUEUE_NAME, _FORBIDDEN_IN_QUEUE)
+
+
+def validate_job_id(job_id: object) -> str:
+    return _validate(job_id, "job id", MAX_JOB_ID, _FORBIDDEN_IN_ID)
+
+
+def validate_state(state: object) -> State:
+    if state not in STATES:
+        raise InvalidInput(f"state must be one of {', '.join(STATES)}, not {state!r}")
+    return state  # type: ignore[return-value]
+
+
+def _validate(value: object, what: str, max_length: int, forbidden: re.Pattern[str]) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise InvalidInput(f"{what} must not be empty")
+    if len(value.encode()) > max_length:
+        raise InvalidInput(f"{what} is longer than {max_length} bytes")
+    bad = forbidden.search(value)
+    if bad:
+        raise InvalidInput(f"{what} {value!r} contains {bad.group()!r}, which is not allowed")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKeys:
+    queue: str
+
+    def __init__(self, queue: str) -> None:
+        object.__setattr__(self, "queue", validate_queue_name(queue))
+
+    @property
+    def prefix(self) -> str:
+        return f"emq:{{{self.queue}}}:"
+
+    @property
+    def pending(self) -> str:
+        return self.prefix + "pending"
+
+    @property
+    def active(self) -> str:
+        return self.prefix + "active"
+
+    @property
+    def done(self) -> str:
+        return self.prefix + "done"
+
+    @property
+    def failed(self) -> str:
+        return self.prefix + "failed"
+
+    @property
+    def events(self) -> str:
+        return self.prefix + "events"
+
+    def state_set(self, state: State) -> str:
+        return self.prefix + validate_state(state)
+
+    def job(self, job_id: str) -> str:
+        return self.prefix + "job:" + validate_job_id(job_id)
+
+    def job_pattern(self) -> str:
+        return self.prefix + "job:*"
+
+    def script_keys(self, job_id: str | None) -> list[str]:
+        """KEYS for every script: the four sets, the events, then the job or the prefix."""
+        sixth = self.job(job_id) if job_id is not None else self.prefix
+        return [self.pending, self.active, self.done, self.failed, self.events, sixth]

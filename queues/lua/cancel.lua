@@ -1,0 +1,21 @@
+--@include common.lua
+-- cancel (operator): a pending or active job goes to failed with last_error
+-- 'cancelled'. A worker still holding it is refused at its next extend or
+-- complete and stops.
+--
+-- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
+-- ARGV: 1 id, 2 expected state ('pending' or 'active'), 3 expected attempts
+--       ('' = any), 4 actor
+-- Reply: {'OK', 'failed', attempts}
+--        {'REFUSED', reason, state, attempts}  reason: missing | state | attempts
+-- Errors (nothing written): bad keys or expected attempts.
+--@include operator_args.lua
+local refused, state, attempts = check_seen(KEYS[6], id, {pending = true, active = true}, expect_state, expect_attempts)
+if refused then return refused end
+
+local now = now_ms()
+redis.call('ZREM', KEYS[STATE_SET[state]], id)
+redis.call('ZADD', KEYS[4], now, id)
+redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', 'cancelled', 'finished_at', now)
+emit(KEYS[5], 'cancel', id, state, 'failed', attempts, ARGV[4], now)
+return {'OK', 'failed', attempts}

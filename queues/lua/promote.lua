@@ -1,0 +1,19 @@
+--@include common.lua
+-- promote (operator): a delayed pending job becomes due now.
+--
+-- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
+-- ARGV: 1 id, 2 expected state (must be 'pending'), 3 expected attempts
+--       ('' = any), 4 actor
+-- Reply: {'OK', 'pending', attempts}
+--        {'REFUSED', reason, state, attempts}
+--        reason: missing | state | attempts | not_delayed (already due)
+-- Errors (nothing written): bad keys or expected attempts.
+--@include operator_args.lua
+local refused, state, attempts = check_seen(KEYS[6], id, {pending = true}, expect_state, expect_attempts)
+if refused then return refused end
+local now = now_ms()
+if tonumber(redis.call('ZSCORE', KEYS[1], id)) <= now then return refuse('not_delayed', state, attempts) end
+
+redis.call('ZADD', KEYS[1], now, id)
+emit(KEYS[5], 'promote', id, 'pending', 'pending', attempts, ARGV[4], now)
+return {'OK', 'pending', attempts}

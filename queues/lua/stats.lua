@@ -1,0 +1,23 @@
+--@include common.lua
+-- stats (read): one consistent snapshot of a queue's counts.
+--
+-- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
+-- Reply: {now_ms, pending, active, done, failed, due (pending with due <= now),
+--         lapsed (active with lease deadline < now), oldest_due_ms or '',
+--         next_due_ms or '' (earliest pending job not yet due),
+--         last_event_id or ''}
+local err = check_keys(nil)
+if err then return err end
+local now = now_ms()
+local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+local next_due = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local last = redis.call('XREVRANGE', KEYS[5], '+', '-', 'COUNT', 1)
+return {
+  now,
+  redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]),
+  redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4]),
+  redis.call('ZCOUNT', KEYS[1], '-inf', now),
+  redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. now),
+  oldest[2] or '', next_due[2] or '',
+  last[1] and last[1][1] or '',
+}

@@ -1,0 +1,292 @@
+"""Each move as a call: the script, its KEYS and ARGV, and how to read its reply.
+
+The sync and asyncio clients only execute these calls, so the two cannot
+drift apart, and a pipeline can batch any of them.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any, Callable, Final, Generic, TypeVar
+
+from .errors import Duplicate, InvalidInput, NothingToClaim, Refused
+from .keys import QueueKeys, State, validate_job_id, validate_state
+
+T = TypeVar("T")
+
+MAX_PAYLOAD_BYTES: Final = 1024 * 1024
+MAX_ERROR_BYTES: Final = 4096
+MAX_BATCH: Final = 1000
+DEFAULT_MAX_ATTEMPTS: Final = 3
+DEFAULT_LEASE_MS: Final = 30_000
+DEFAULT_BACKOFF_MS: Final = 1_000
+_CLAIM_ID = re.compile(r"^[0-9a-f]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    script: str
+    keys: list[str]
+    args: list[Any]
+    parse: Callable[[Any], T]
+    # enqueue names its queue so the client can add it to the queue registry.
+    registers: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FencingToken:
+    """What a claim hands its worker: attempts plus the claim's random id.
+
+    Written ``"<attempts>.<claim_id>"``. Attempts alone can repeat after a
+    failover loses a claim's increment; the random claim id cannot.
+    """
+
+    attempts: int
+    claim_id: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.attempts}.{self.claim_id}" if self.claim_id else str(self.attempts)
+
+    @classmethod
+    def parse(cls, text: object) -> FencingToken:
+        if isinstance(text, FencingToken):
+            return text
+        if isinstance(text, int) and not isinstance(text, bool):
+            text = str(text)
+        if not isinstance(text, str):
+            raise InvalidInput(f"token must be text like 3.9f86d0, not {type(text).__name__}")
+        attempts, _, claim_id = text.partition(".")
+        if not attempts.isdigit() or int(attempts) < 1 or len(attempts) > 15:
+            raise InvalidInput(f"token {text!r} is not valid: it must start with the attempts (an integer >= 1)")
+        if claim_id and not _CLAIM_ID.match(claim_id):
+            raise InvalidInput(f"token {text!r} is not valid: the claim id after '.' must be lowercase hex")
+        return cls(int(attempts), claim_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    queue: str
+    id: str
+    attempts: int
+    claim_id: str
+    payload: bytes
+    lease_deadline_ms: int
+
+    @property
+    def token(self) -> FencingToken:
+        return FencingToken(self.attempts, self.claim_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """An operator move that happened: the state the job is in now."""
+
+    move: str
+    id: str
+    state: str
+    attempts: str
+
+    def describe(self) -> str:
+        past = {"retry": "retried", "recover": "recovered", "promote": "promoted",
+                "cancel": "cancelled", "delete": "deleted"}[self.move]
+        return f"{past}: job {self.id} is now {self.state} (attempts {self.attempts or 0})"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    moved: int
+    missing: int
+    skipped: int
+    more: bool
+    to_failed: int = 0
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _refusal(move: str, job_id: str, reply: list[Any]) -> Refused:
+    _, reason, state, attempts = (_text(v) for v in reply)
+    return Refused(move, job_id, reason, state, attempts)
+
+
+def _int(value: object, what: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value))
+        except ValueError:
+            raise InvalidInput(f"{what} must be an integer, not {value!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise InvalidInput(f"{what} must be {bound}, not {value}")
+    return value
+
+
+def _payload(payload: object) -> bytes:
+    if isinstance(payload, str):
+        payload = payload.encode()
+    if not isinstance(payload, bytes):
+        raise InvalidInput(f"payload must be text or bytes, not {type(payload).__name__}")
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise InvalidInput(f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+    return payload
+
+
+def new_job_id() -> str:
+    return secrets.token_hex(12)
+
+
+def new_claim_id() -> str:
+    return secrets.token_hex(8)
+
+
+def enqueue(queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
+            max_attempts: int = DEFAULT_MAX_ATTEMPTS, actor: str = "") -> Call[str]:
+    """Returns the id; a duplicate id raises :class:`Duplicate` (nothing written)."""
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id) if job_id is not None else new_job_id()
+    data = _payload(payload)
+    delay_ms = _int(delay_ms, "delay_ms", 0, 10 * 365 * 86_400_000)
+    max_attempts = _int(max_attempts, "max_attempts", 1, 1_000_000)
+
+    def parse(reply: list[Any]) -> str:
+        if _text(reply[0]) == "DUPLICATE":
+            raise Duplicate(job_id, _text(reply[1]), _text(reply[2]))
+        return job_id
+
+    return Call("enqueue", keys.script_keys(job_id), [job_id, data, delay_ms, max_attempts, actor], parse,
+                registers=keys.queue)
+
+
+def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", count: int = 1,
+          claim_id: str | None = None) -> Call[list[ClaimedJob]]:
+    """Raises :class:`NothingToClaim` (with ``next_due_ms``) when nothing is due."""
+    keys = QueueKeys(queue)
+    lease_ms = _int(lease_ms, "lease_ms", 1, 86_400_000)
+    count = _int(count, "count", 1, MAX_BATCH)
+    claim_id = claim_id or new_claim_id()
+
+    def parse(reply: list[Any]) -> list[ClaimedJob]:
+        if _text(reply[0]) == "EMPTY":
+            error = NothingToClaim(f"nothing to claim in {queue}")
+            error.next_due_ms = int(float(_text(reply[1]))) if reply[1] else None  # type: ignore[attr-defined]
+            raise error
+        deadline = int(_text(reply[1]))
+        rest = reply[2:]
+        return [ClaimedJob(queue, _text(rest[i]), int(rest[i + 1]), claim_id, rest[i + 2], deadline)
+                for i in range(0, len(rest), 3)]
+
+    return Call("claim", keys.script_keys(None), [lease_ms, claim_id, worker, count], parse)
+
+
+def _lease_call(move: str, queue: str, job_id: str, token: object, extra: list[Any],
+                parse_ok: Callable[[list[Any]], T]) -> Call[T]:
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id)
+    fencing = FencingToken.parse(token)
+
+    def parse(reply: list[Any]) -> T:
+        if _text(reply[0]) == "REFUSED":
+            raise _refusal(move, job_id, reply)
+        return parse_ok(reply)
+
+    return Call(move, keys.script_keys(job_id), [job_id, fencing.attempts, fencing.claim_id, *extra], parse)
+
+
+def extend(queue: str, job_id: str, token: object, *, lease_ms: int = DEFAULT_LEASE_MS) -> Call[int]:
+    """Returns the new lease deadline (ms); raises :class:`Refused` when the lease is lost."""
+    lease_ms = _int(lease_ms, "lease_ms", 1, 86_400_000)
+    return _lease_call("extend", queue, job_id, token, [lease_ms], lambda r: int(_text(r[1])))
+
+
+def complete(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[int]:
+    return _lease_call("complete", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
+
+
+def fail(queue: str, job_id: str, token: object, *, error: str = "", backoff_ms: int = DEFAULT_BACKOFF_MS,
+         actor: str = "") -> Call[str]:
+    """Returns the state the job went to: pending (will be retried) or failed."""
+    if not isinstance(error, str):
+        raise InvalidInput("error must be text")
+    message = error.encode()[:MAX_ERROR_BYTES]
+    backoff_ms = _int(backoff_ms, "backoff_ms", 0, 86_400_000)
+    return _lease_call("fail", queue, job_id, token, [message, backoff_ms, actor], lambda r: _text(r[1]))
+
+
+def release(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[int]:
+    return _lease_call("release", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
+
+
+_OPERATOR_MOVES: Final = {"retry", "recover", "promote", "cancel", "delete"}
+NATURAL_STATE: Final[dict[str, State]] = {
+    "retry": "failed", "recover": "active", "promote": "pending", "cancel": "pending", "delete": "pending",
+}
+
+
+def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | None = None,
+                  expect_attempts: int | str | None = None, actor: str = "",
+                  extra_attempts: int = 1) -> Call[MoveResult]:
+    """retry, recover, promote, cancel or delete one job, as compare-and-move.
+
+    The job must still be in ``expect_state`` (by default the state the move
+    starts from; delete and cancel should always be told what was shown) and,
+    when given, have ``expect_attempts``; otherwise :class:`Refused`.
+    """
+    if move not in _OPERATOR_MOVES:
+        raise InvalidInput(f"unknown move {move!r}")
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id)
+    state = expect_state if expect_state is not None else NATURAL_STATE[move]
+    if move != "delete":
+        validate_state(state)
+    elif not isinstance(state, str) or not state or len(state) > 64:
+        raise InvalidInput("expected state must be a non-empty text")
+    seen = "" if expect_attempts in (None, "") else str(_int(expect_attempts, "expected attempts", 0))
+    args: list[Any] = [job_id, state, seen]
+    if move == "retry":
+        args.append(_int(extra_attempts, "extra_attempts", 1, 1_000_000))
+    args.append(actor)
+
+    def parse(reply: list[Any]) -> MoveResult:
+        if _text(reply[0]) == "REFUSED":
+            raise _refusal(move, job_id, reply)
+        return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]))
+
+    return Call(move, keys.script_keys(job_id), args, parse)
+
+
+def recover_expired(queue: str, *, limit: int = 500, actor: str = "", skip: int = 0) -> Call[BatchResult]:
+    keys = QueueKeys(queue)
+    args = [_int(limit, "limit", 1, MAX_BATCH), actor, _int(skip, "skip", 0)]
+
+    def parse(reply: list[Any]) -> BatchResult:
+        _, to_pending, to_failed, missing, skipped, more = reply
+        return BatchResult(int(to_pending) + int(to_failed), int(missing), int(skipped), bool(int(more)), int(to_failed))
+
+    return Call("recover_expired", keys.script_keys(None), args, parse)
+
+
+def retry_failed(queue: str, *, limit: int = 500, extra_attempts: int = 1, actor: str = "",
+                 failed_before_ms: int | None = None, skip: int = 0) -> Call[BatchResult]:
+    keys = QueueKeys(queue)
+    cutoff = "" if failed_before_ms is None else _int(failed_before_ms, "failed_before_ms", 0)
+    args = [_int(limit, "limit", 1, MAX_BATCH), _int(extra_attempts, "extra_attempts", 1, 1_000_000),
+            actor, cutoff, _int(skip, "skip", 0)]
+    return Call("retry_failed", keys.script_keys(None), args, _batch)
+
+
+def purge(queue: str, state: str, *, older_than_ms: int = 0, limit: int = 500, actor: str = "",
+          skip: int = 0) -> Call[BatchResult]:
+    keys = QueueKeys(queue)
+    if state not in ("done", "failed"):
+        raise InvalidInput(f"only done or failed jobs can be purged, not {state!r}")
+    args = [state, _int(older_than_ms, "older_than_ms", 0), _int(limit, "limit", 1, MAX_BATCH), actor,
+            _int(skip, "skip", 0)]
+    return Call("purge", keys.script_keys(None), args, _batch)
+
+
+def _batch(reply: list[Any]) -> BatchResult:
+    _, moved, missing, skipped, more = reply
+    return BatchResult(int(moved), int(missing), int(skipped), bool(int(more)))

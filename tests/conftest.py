@@ -1,0 +1,63 @@
+"""Real redis-server processes, started by the tests on free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from queues import EchoMQ
+from queues.connection import connect
+from tests.support.redis_servers import RedisClusterNodes, RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterNodes]:
+    cluster = RedisClusterNodes(masters=3).start()
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    if not redis_server.process:
+        redis_server.start()
+    redis_server.client().flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def mq(redis_url: str) -> Iterator[EchoMQ]:
+    client = EchoMQ.from_url(redis_url, actor="test")
+    yield client
+    client.close()
+
+
+def _flush_cluster(cluster: RedisClusterNodes) -> None:
+    for server in cluster.servers:
+        try:
+            server.client().flushall()
+        except redis.exceptions.ReadOnlyError:
+            pass
+
+
+@pytest.fixture(params=["standalone", "cluster"])
+def any_mq(request: pytest.FixtureRequest) -> Iterator[EchoMQ]:
+    """The same test on a standalone server and on a 3-master Redis Cluster."""
+    if request.param == "standalone":
+        url = request.getfixturevalue("redis_url")
+        client = EchoMQ(connect(url), actor="test")
+    else:
+        cluster: RedisClusterNodes = request.getfixturevalue("redis_cluster")
+        _flush_cluster(cluster)
+        client = EchoMQ(connect(cluster.url), actor="test")
+    yield client
+    client.close()

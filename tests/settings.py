@@ -1,0 +1,11 @@
+"""Settings for the test run: the real settings with a fixed test SECRET_KEY."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-not-for-production-0123456789")
+
+from dashboard.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

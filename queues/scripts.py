@@ -21,6 +21,7 @@ MOVES: Final = (
     "enqueue", "claim", "extend", "complete", "fail", "release",
     "retry", "recover", "promote", "cancel", "delete",
     "recover_expired", "retry_failed", "purge",
+    "admit_order",
 )
 
 

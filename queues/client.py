@@ -8,6 +8,7 @@ run, so sending it again cannot apply a move twice.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from typing import Any, Iterator, TypeVar
@@ -29,6 +30,11 @@ T = TypeVar("T")
 
 _UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                 redis.exceptions.ClusterDownError if hasattr(redis.exceptions, "ClusterDownError") else OSError)
+
+
+# Replies that mean the script did not run, so sending it again is safe.
+_NOT_RUN = (redis.exceptions.NoScriptError, redis.exceptions.MovedError, redis.exceptions.AskError,
+            redis.exceptions.TryAgainError)
 
 
 def default_actor() -> str:
@@ -136,8 +142,13 @@ class EchoMQ(_Moves):
         """
         if not calls:
             return []
+        if is_cluster_client(self.redis):
+            return self._run_many_on_cluster(calls)
+        return self._pipelined(self.redis, calls)
+
+    def _pipelined(self, client: Any, calls: list[Call[Any]]) -> list[Any]:
         try:
-            pipe = self.redis.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for call in calls:
                 s = script(call.script)
                 pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
@@ -146,7 +157,9 @@ class EchoMQ(_Moves):
             raise _translate(calls[0], error) from error
         results: list[Any] = []
         for call, reply in zip(calls, replies):
-            if isinstance(reply, redis.exceptions.NoScriptError):
+            if isinstance(reply, _NOT_RUN):
+                # The script did not run (not cached, or the slot lives elsewhere
+                # now): send it again alone, through the redirect-following path.
                 try:
                     results.append(self.run(call))
                 except Exception as error:
@@ -160,6 +173,20 @@ class EchoMQ(_Moves):
                     self._register(call.registers)
             except Exception as error:
                 results.append(_translate(call, error))
+        return results
+
+    def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
+        # redis-py's cluster pipeline refuses EVALSHA, so group the calls by the
+        # node that owns their slot and pipeline each group on that node.
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for index, call in enumerate(calls):
+            node = self.redis.get_node_from_key(call.keys[0])  # type: ignore[union-attr]
+            groups.setdefault(node.name, (node, []))[1].append(index)
+        results: list[Any] = [None] * len(calls)
+        for node, indexes in groups.values():
+            connection = self.redis.get_redis_connection(node)  # type: ignore[union-attr]
+            for index, result in zip(indexes, self._pipelined(connection, [calls[i] for i in indexes])):
+                results[index] = result
         return results
 
     def _register(self, queue: str) -> None:
@@ -332,8 +359,11 @@ class AsyncEchoMQ(_Moves):
         return result
 
     async def run_many(self, calls: list[Call[Any]]) -> list[Any]:
+        """As :meth:`EchoMQ.run_many`. On a cluster the calls go concurrently, each alone."""
         if not calls:
             return []
+        if is_cluster_client(self.redis):
+            return list(await asyncio.gather(*(self.run(call) for call in calls), return_exceptions=True))
         try:
             pipe = self.redis.pipeline(transaction=False)
             for call in calls:
@@ -345,7 +375,7 @@ class AsyncEchoMQ(_Moves):
         results: list[Any] = []
         for call, reply in zip(calls, replies):
             try:
-                if isinstance(reply, redis.exceptions.NoScriptError):
+                if isinstance(reply, _NOT_RUN):
                     results.append(await self.run(call))
                     continue
                 if isinstance(reply, Exception):

@@ -57,10 +57,10 @@ class FencingToken:
             text = str(text)
         if not isinstance(text, str):
             raise InvalidInput(f"token must be text like 3.9f86d0, not {type(text).__name__}")
-        attempts, _, claim_id = text.partition(".")
+        attempts, dot, claim_id = text.partition(".")
         if not attempts.isdigit() or int(attempts) < 1 or len(attempts) > 15:
             raise InvalidInput(f"token {text!r} is not valid: it must start with the attempts (an integer >= 1)")
-        if claim_id and not _CLAIM_ID.match(claim_id):
+        if dot and not _CLAIM_ID.match(claim_id):
             raise InvalidInput(f"token {text!r} is not valid: the claim id after '.' must be lowercase hex")
         return cls(int(attempts), claim_id)
 

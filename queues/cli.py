@@ -1,0 +1,282 @@
+"""``emq``: the EchoMQ command line. One line of output per result.
+
+Exit codes: 0 done, 2 bad input, 3 nothing to claim, 4 refused (stale token,
+job moved on), 1 anything else (Redis unreachable included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .client import EchoMQ
+from .errors import Duplicate, EmqError, InvalidInput
+from .integrity import check_queue
+from .keys import STATES
+from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
+from .scripts import script
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+        self.print_usage(sys.stderr)
+        print(f"emq: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _out(value: Any, as_json: bool = True) -> None:
+    print(json.dumps(value, ensure_ascii=False, separators=(",", ":")) if as_json else value)
+
+
+def _payload_arg(args: argparse.Namespace) -> bytes:
+    data: bytes = sys.stdin.buffer.read() if args.payload == "-" else args.payload.encode()
+    if not args.raw:
+        try:
+            json.loads(data)
+        except ValueError as error:
+            raise InvalidInput(f"payload is not JSON ({error}); pass --raw to enqueue it as it is") from None
+    return data
+
+
+def _text(data: bytes) -> str:
+    return data.decode(errors="replace")
+
+
+def cmd_enqueue(mq: EchoMQ, args: argparse.Namespace) -> None:
+    try:
+        print(mq.enqueue(args.queue, _payload_arg(args), job_id=args.id, delay_ms=args.delay_ms,
+                         max_attempts=args.max_attempts))
+    except Duplicate as duplicate:
+        print(f"emq: {duplicate}; nothing written", file=sys.stderr)
+        print(duplicate.job_id)
+
+
+def cmd_claim(mq: EchoMQ, args: argparse.Namespace) -> None:
+    for job in mq.claim(args.queue, lease_ms=args.lease_ms, count=args.count):
+        _out({"id": job.id, "token": str(job.token), "payload": _text(job.payload),
+              "lease_deadline_ms": job.lease_deadline_ms})
+
+
+def cmd_extend(mq: EchoMQ, args: argparse.Namespace) -> None:
+    print(f"extended: lease deadline {mq.extend(args.queue, args.id, args.token, lease_ms=args.lease_ms)}")
+
+
+def cmd_complete(mq: EchoMQ, args: argparse.Namespace) -> None:
+    mq.complete(args.queue, args.id, args.token)
+    print(f"completed: job {args.id} is now done")
+
+
+def cmd_fail(mq: EchoMQ, args: argparse.Namespace) -> None:
+    state = mq.fail(args.queue, args.id, args.token, error=args.error, backoff_ms=args.backoff_ms)
+    print(f"failed: job {args.id} is now {state}")
+
+
+def cmd_operator(mq: EchoMQ, args: argparse.Namespace) -> None:
+    result = mq.operator_move(args.command, args.queue, args.id, expect_state=args.expect_state,
+                              expect_attempts=args.expect_attempts)
+    print(result.describe())
+
+
+def cmd_recover(mq: EchoMQ, args: argparse.Namespace) -> None:
+    if args.id:
+        cmd_operator(mq, args)
+        return
+    total = mq.recover_expired(args.queue)
+    print(f"recovered {total.moved} lapsed leases ({total.to_failed} to failed, {total.missing} missing, "
+          f"{total.skipped} skipped)")
+
+
+def cmd_retry_all(mq: EchoMQ, args: argparse.Namespace) -> None:
+    total = mq.retry_failed(args.queue)
+    print(f"retried {total.moved} failed jobs ({total.missing} missing, {total.skipped} skipped)")
+
+
+def cmd_purge(mq: EchoMQ, args: argparse.Namespace) -> None:
+    total = mq.purge(args.queue, args.state, older_than_ms=args.older_than_ms)
+    print(f"purged {total.moved} {args.state} jobs ({total.missing} missing, {total.skipped} skipped)")
+
+
+def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
+    stats = mq.stats(args.queue)
+    if args.json:
+        _out(stats.as_dict())
+        return
+    c = stats.counts
+    print(f"{stats.queue}: pending {c['pending']} (due {stats.due}, delayed {stats.delayed}) "
+          f"active {c['active']} (lapsed {stats.lapsed}) done {c['done']} failed {c['failed']}")
+
+
+def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:
+    page = mq.page(args.queue, args.state, offset=args.offset, limit=args.limit, order=args.order)
+    for row in page.rows:
+        if args.json:
+            _out({"id": row.id, "score": row.score, "state": row.state, "attempts": row.attempts,
+                  "payload_head": _text(row.payload_head), "payload_length": row.payload_length,
+                  "last_error": row.last_error, "exists": row.exists})
+        else:
+            print(f"{row.id}\t{row.score}\t{row.state}\t{row.attempts}\t{_text(row.payload_head)[:60]!r}")
+
+
+def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
+    view = mq.job(args.queue, args.id)
+    if not view.exists and not view.scores:
+        raise InvalidInput(f"job {args.id} does not exist in {args.queue}")
+    if args.json:
+        _out(view.as_dict())
+        return
+    left = view.lease_left_ms
+    lease = f" lease {left / 1000:.1f}s left" if left is not None else ""
+    print(f"{view.id}: {view.state or '?'} attempts {view.attempts or '?'}{lease} "
+          f"payload {_text(view.payload)[:200]!r}" + "".join(f" [warning: {w}]" for w in view.warnings))
+
+
+def cmd_queues(mq: EchoMQ, args: argparse.Namespace) -> None:
+    for name in mq.discover_queues() if args.discover else mq.queues():
+        _out({"queue": name}) if args.json else print(name)
+
+
+def cmd_events(mq: EchoMQ, args: argparse.Namespace) -> None:
+    for event in reversed(mq.events(args.queue, count=args.count)):
+        if args.json:
+            _out(event.as_dict())
+        else:
+            print(f"{event.id}\t{event.move}\t{event.job_id}\t{event.source or '-'}->{event.target or '-'}"
+                  f"\tattempts {event.attempts}\t{event.actor}")
+
+
+def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
+    report = check_queue(mq, args.queue)
+    if args.json:
+        _out(report.as_dict())
+    else:
+        for problem in report.problems:
+            print(problem.describe())
+        print(f"{report.queue}: {report.looked_at} jobs looked at, {len(report.problems)} problems")
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
+    print(script(args.name).source, end="")
+
+
+def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
+    from .worker import Worker, load_handler
+
+    Worker(queue=args.queue, handler=load_handler(args.handler), concurrency=args.concurrency,
+           lease_ms=args.lease_ms, url=args.url).run()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="emq", description="EchoMQ: every move one Lua script.")
+    parser.add_argument("--url", help="Redis URL (default: $EMQ_REDIS_URL or redis://127.0.0.1:6379/0)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    def job(p: argparse.ArgumentParser, token: bool = False) -> None:
+        p.add_argument("queue")
+        p.add_argument("id")
+        if token:
+            p.add_argument("--token", required=True, help="the fencing token the claim printed")
+
+    p = command("enqueue", cmd_enqueue, "add a job; prints its id")
+    p.add_argument("queue")
+    p.add_argument("payload", help="JSON text, or - to read stdin")
+    p.add_argument("--id")
+    p.add_argument("--delay-ms", type=int, default=0)
+    p.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS)
+    p.add_argument("--raw", action="store_true", help="do not require the payload to be JSON")
+
+    p = command("claim", cmd_claim, "claim due jobs; prints {id, token, payload} per job")
+    p.add_argument("queue")
+    p.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS)
+    p.add_argument("--count", type=int, default=1)
+
+    p = command("extend", cmd_extend, "heartbeat: push the lease deadline")
+    job(p, token=True)
+    p.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS)
+    job(command("complete", cmd_complete, "the lease holder finished the job"), token=True)
+    p = command("fail", cmd_fail, "the lease holder's handler failed")
+    job(p, token=True)
+    p.add_argument("--error", default="")
+    p.add_argument("--backoff-ms", type=int, default=DEFAULT_BACKOFF_MS)
+
+    for name, help_text in [("retry", "failed -> pending"), ("promote", "a delayed job becomes due now"),
+                            ("cancel", "pending or active -> failed (cancelled)"), ("delete", "remove a job")]:
+        p = command(name, cmd_operator, help_text)
+        job(p)
+        p.add_argument("--expect-state", help="the state you saw (the move refuses if the job moved on)")
+        p.add_argument("--expect-attempts", help="the attempts you saw")
+    p = command("recover", cmd_recover, "recover every lapsed lease of a queue, or one job's")
+    p.add_argument("queue")
+    p.add_argument("id", nargs="?")
+    p.add_argument("--expect-state", default="active")
+    p.add_argument("--expect-attempts")
+    command("retry-all", cmd_retry_all, "retry every failed job, in batches").add_argument("queue")
+    p = command("purge", cmd_purge, "delete done or failed jobs older than an age, in batches")
+    p.add_argument("queue")
+    p.add_argument("state", choices=["done", "failed"])
+    p.add_argument("--older-than-ms", type=int, default=0)
+
+    p = command("stats", cmd_stats, "counts per state")
+    p.add_argument("queue")
+    p.add_argument("--json", action="store_true")
+    p = command("jobs", cmd_jobs, "a page of a state")
+    p.add_argument("queue")
+    p.add_argument("state", choices=STATES)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--order", choices=["asc", "desc"], default="asc")
+    p.add_argument("--json", action="store_true")
+    p = command("show", cmd_show, "one job")
+    job(p)
+    p.add_argument("--json", action="store_true")
+    p = command("queues", cmd_queues, "the queues that exist")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--discover", action="store_true", help="also SCAN for unregistered queues")
+    p = command("events", cmd_events, "a queue's recent events, oldest first")
+    p.add_argument("queue")
+    p.add_argument("--count", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p = command("check", cmd_check, "integrity check (exit 1 when problems are found)")
+    p.add_argument("queue")
+    p.add_argument("--json", action="store_true")
+    p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
+    p.add_argument("name")
+    p = command("worker", cmd_worker, "run handlers for a queue")
+    p.add_argument("queue")
+    p.add_argument("--handler", required=True, help="module:callable")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS)
+    return parser
+
+
+_NO_CLIENT = {cmd_script, cmd_worker}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    mq: EchoMQ | None = None
+    try:
+        if args.handler not in _NO_CLIENT:
+            mq = EchoMQ.from_url(args.url)
+        args.handler(mq, args)
+        return 0
+    except EmqError as error:
+        print(f"emq: {error}", file=sys.stderr)
+        return error.exit_code or 1
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    except Exception as error:  # noqa: BLE001 - the CLI reports, it does not trace back
+        print(f"emq: error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if mq is not None:
+            mq.close()

@@ -1,0 +1,488 @@
+"""The worker runner: claims jobs, runs a handler on each, reports the outcome.
+
+A handler is a callable taking a :class:`~queues.ClaimedJob`: returning means
+complete, raising means fail (the error text is kept as ``last_error`` and the
+job is retried after a backoff while attempts remain). A plain function runs
+in a thread pool; a coroutine function is awaited on the worker's loop.
+
+Every exchange with Redis is one pipeline of independent moves, each still its
+own atomic script: the outcomes that are ready plus one ``claim`` of up to as
+many jobs as there are free slots. A job holds its slot from its claim until
+its outcome is acknowledged, so the worker never holds more leases than its
+concurrency. A heartbeat extends every held lease each ``lease_ms / 3``; a job
+whose extend is refused is lost (an operator cancelled it, or it lapsed and
+was recovered): its result is never reported and an async handler is
+cancelled. The same heartbeat sweeps lapsed leases of dead workers back with
+``recover_expired``.
+
+On SIGTERM (or when the ``stop`` event of :meth:`Worker.serve` is set) the
+worker stops claiming, lets running handlers finish for ``grace_ms`` and then
+hands the rest back with the ``release`` move, so no job is left in limbo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import signal
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Union
+
+from . import moves, reads
+from .client import AsyncEchoMQ, default_actor
+from .errors import EmqError, InvalidInput, NothingToClaim, Refused, Unavailable
+from .keys import validate_queue_name
+from .moves import Call, ClaimedJob
+
+log = logging.getLogger("queues.worker")
+
+Handler = Callable[[ClaimedJob], Union[Any, Awaitable[Any]]]
+
+MAX_ERROR_CHARS = 2000
+MAX_BACKOFF_S = 5.0
+
+
+def load_handler(spec: str) -> Handler:
+    """Imports ``"package.module:callable"`` (the callable may be dotted: ``mod:Class.method``)."""
+    if not isinstance(spec, str) or spec.count(":") != 1:
+        raise InvalidInput(f"handler must be written module:callable (e.g. myapp.jobs:send_mail), not {spec!r}")
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise InvalidInput(f"handler must be written module:callable (e.g. myapp.jobs:send_mail), not {spec!r}")
+    # A console script does not put the working directory on sys.path, but
+    # handlers usually live in the project the worker is started from.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and module_name.startswith(error.name):
+            raise InvalidInput(f"handler {spec!r}: no module named {error.name!r} (is it on PYTHONPATH?)") from error
+        raise InvalidInput(f"handler {spec!r}: importing {module_name!r} failed: {error}") from error
+    except Exception as error:
+        raise InvalidInput(f"handler {spec!r}: importing {module_name!r} failed: "
+                           f"{type(error).__name__}: {error}") from error
+    walked = module_name
+    for part in attribute.split("."):
+        if not part.isidentifier():
+            raise InvalidInput(f"handler {spec!r}: {attribute!r} is not a dotted name")
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise InvalidInput(f"handler {spec!r}: {walked!r} has no attribute {part!r}") from None
+        walked = f"{walked}.{part}" if walked != module_name else f"{module_name}:{part}"
+    if not callable(target):
+        raise InvalidInput(f"handler {spec!r} is not callable (it is a {type(target).__name__})")
+    return target  # type: ignore[no-any-return]
+
+
+def _is_async(handler: Handler) -> bool:
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))
+
+
+def error_text(error: BaseException) -> str:
+    """What a failed job keeps as ``last_error``: the exception and where it was raised, bounded."""
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" (at {os.path.basename(last.filename)}:{last.lineno} in {last.name})"
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 3] + "..."
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    lost: int = 0
+    released: int = 0
+    refused_reports: int = 0
+    connection_errors: int = 0
+
+
+@dataclass(eq=False)
+class _Held:
+    """A job this worker holds a lease on, from its claim until its outcome is acknowledged."""
+
+    job: ClaimedJob
+    running: asyncio.Future[Any] | None = None
+    report: Call[Any] | None = None
+    outcome: str = ""
+    sent: bool = False
+    lost: bool = False
+    handed_back: bool = False
+    lease_deadline_ms: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Worker:
+    """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time.
+
+    Give either ``url`` (a client is made and closed by the worker) or an
+    :class:`AsyncEchoMQ` ``client``. ``batch`` caps the jobs claimed in one
+    call (up to 1000); ``grace_ms`` is how long a shutdown waits for running
+    handlers; ``poll_ms`` is the longest idle sleep between claims.
+    """
+
+    def __init__(self, *, queue: str, handler: Handler | str, concurrency: int = 1, lease_ms: int = 30_000,
+                 backoff_ms: int = 1_000, url: str | None = None, client: AsyncEchoMQ | None = None,
+                 batch: int = 100, grace_ms: int = 10_000, poll_ms: int = 200, actor: str | None = None) -> None:
+        self.queue = validate_queue_name(queue)
+        self.handler: Handler = load_handler(handler) if isinstance(handler, str) else handler
+        if not callable(self.handler):
+            raise InvalidInput(f"handler must be callable, not {type(self.handler).__name__}")
+        self.concurrency = moves._int(concurrency, "concurrency", 1, 10_000)
+        self.lease_ms = moves._int(lease_ms, "lease_ms", 100, 86_400_000)
+        self.backoff_ms = moves._int(backoff_ms, "backoff_ms", 0, 86_400_000)
+        self.batch = moves._int(batch, "batch", 1, moves.MAX_BATCH)
+        self.grace_ms = moves._int(grace_ms, "grace_ms", 0, 86_400_000)
+        self.poll_ms = moves._int(poll_ms, "poll_ms", 1, 60_000)
+        if client is not None and url is not None:
+            raise InvalidInput("give either url or client, not both")
+        self._url = url
+        self._client = client
+        self.actor = actor or (client.actor if client is not None else default_actor())
+        self._async = _is_async(self.handler)
+        self.stats = WorkerStats()
+        self._held: dict[str, _Held] = {}
+        self._outbox: list[_Held] = []
+        self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._clock_offset_ms: int | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # Entry points ------------------------------------------------------------
+
+    def run(self) -> WorkerStats:
+        """Blocks until SIGTERM or SIGINT (a second one skips the rest of the grace period).
+
+        When sync handlers are still running after their jobs were handed
+        back, the process exits (status 0) instead of returning: Python cannot
+        stop a thread, and waiting for it would keep the process alive for nothing.
+        """
+        stats = asyncio.run(self._serve_until_signalled())
+        if self._pool is not None and any(t.is_alive() for t in getattr(self._pool, "_threads", ())):
+            # Python cannot stop a thread; the jobs of the handlers still in one
+            # have been handed back, so nothing is gained by waiting for them.
+            log.warning("handler threads still running after their jobs were handed back; exiting")
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(0)
+        return stats
+
+    async def _serve_until_signalled(self) -> WorkerStats:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            if stop.is_set():
+                log.info("second %s: handing back running jobs now", signal.Signals(signum).name)
+                self._hurry.set()
+            else:
+                log.info("%s: stopping; running handlers get %d ms", signal.Signals(signum).name, self.grace_ms)
+                stop.set()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await self.serve(stop)
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    async def serve(self, stop: asyncio.Event | None = None) -> WorkerStats:
+        """Works until ``stop`` is set, then shuts down gracefully; returns the tallies."""
+        stop = stop or asyncio.Event()
+        self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()
+        client = self._client or await self._connect(stop)
+        if client is None:
+            return self.stats
+        if not self._async:
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"emq-{self.queue}")
+        await self._read_clock(client)
+        watcher = asyncio.create_task(self._relay(stop))
+        heartbeat = asyncio.create_task(self._heartbeat(client))
+        log.info("worker %s on %s: concurrency %d, lease %d ms", self.actor, self.queue, self.concurrency,
+                 self.lease_ms)
+        try:
+            await self._exchange(client, stop)
+        finally:
+            heartbeat.cancel()
+            watcher.cancel()
+            await asyncio.gather(heartbeat, watcher, return_exceptions=True)
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+            if self._client is None:
+                await client.close()
+        log.info("worker %s stopped: %s", self.actor, self.stats)
+        return self.stats
+
+    async def _connect(self, stop: asyncio.Event) -> AsyncEchoMQ | None:
+        delay = 0.1
+        while not stop.is_set():
+            try:
+                return await asyncio.to_thread(AsyncEchoMQ.from_url, self._url, actor=self.actor)
+            except Exception as error:
+                self.stats.connection_errors += 1
+                log.warning("cannot reach redis (%s); retrying in %.1f s", error, delay)
+                await _wait(stop, delay)
+                delay = min(delay * 2, MAX_BACKOFF_S)
+        return None
+
+    async def _read_clock(self, client: AsyncEchoMQ) -> None:
+        """Learns the server clock's offset, so that an idle worker can sleep until a delayed job is due."""
+        try:
+            server_ms = await client.run(reads.clock(self.queue))
+        except EmqError as error:
+            log.warning("cannot read the server clock yet: %s", error)
+            return
+        self._clock_offset_ms = server_ms - int(time.time() * 1000)
+
+    async def _relay(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._wake.set()
+
+    # The exchange: outcomes out, new jobs in, one pipeline per round trip -----
+
+    async def _exchange(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
+        next_claim = 0.0
+        backoff = 0.1
+        grace_end: float | None = None
+        while True:
+            now = time.monotonic()
+            if stop.is_set() and grace_end is None:
+                grace_end = now + self.grace_ms / 1000
+            if grace_end is not None:
+                if not self._held:
+                    return
+                if now >= grace_end or self._hurry.is_set():
+                    await self._hand_back(client)
+                    return
+            reports = self._take_reports()
+            reporting = len(reports)
+            free = self.concurrency - len(self._held) + reporting
+            want = min(free, self.batch) if grace_end is None and now >= next_claim else 0
+            if not reports and want <= 0:
+                timeout = None
+                if grace_end is not None:
+                    timeout = grace_end - now
+                elif free > 0:
+                    timeout = next_claim - now
+                self._wake.clear()
+                if not self._outbox:
+                    await _wait(self._wake, timeout, also=self._hurry)
+                continue
+            calls: list[Call[Any]] = [h.report for h in reports]  # type: ignore[misc]
+            if want > 0:
+                calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=want))
+            try:
+                results = await client.run_many(calls)
+            except Unavailable as error:
+                self.stats.connection_errors += 1
+                log.warning("redis unavailable (%s); retrying in %.1f s", error, backoff)
+                self._requeue(reports)
+                next_claim = time.monotonic() + backoff
+                await _wait(self._hurry, backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                continue
+            backoff = 0.1
+            retry_reports = [h for h, result in zip(reports, results) if not self._settle(h, result)]
+            self._requeue(retry_reports)
+            if want > 0:
+                next_claim = self._take_claim(results[-1])
+            if retry_reports:
+                await asyncio.sleep(0.05)
+
+    def _take_reports(self) -> list[_Held]:
+        reports = [h for h in self._outbox if not h.lost and not h.handed_back]
+        self._outbox = []
+        for h in reports:
+            h.sent = True
+        return reports
+
+    def _requeue(self, reports: list[_Held]) -> None:
+        for h in reports:
+            h.sent = False
+        self._outbox = reports + self._outbox
+
+    def _settle(self, h: _Held, result: Any) -> bool:
+        """Books a report's answer; False when it must be sent again (Redis was not reached)."""
+        if isinstance(result, Unavailable):
+            return False
+        self._held.pop(h.job.id, None)
+        if isinstance(result, Refused):
+            self.stats.refused_reports += 1
+            log.warning("%s of job %s not recorded: %s", h.outcome, h.job.id, result)
+        elif isinstance(result, Exception):
+            self.stats.refused_reports += 1
+            log.error("%s of job %s not recorded: %s", h.outcome, h.job.id, result)
+        elif h.outcome == "complete":
+            self.stats.completed += 1
+        else:
+            self.stats.failed += 1
+        return True
+
+    def _take_claim(self, result: Any) -> float:
+        """Starts the claimed jobs; returns when the next claim may be sent (monotonic seconds)."""
+        now = time.monotonic()
+        if isinstance(result, NothingToClaim):
+            return now + self._idle_seconds(getattr(result, "next_due_ms", None))
+        if isinstance(result, Exception):
+            self.stats.connection_errors += isinstance(result, Unavailable)
+            log.warning("claim failed: %s", result)
+            return now + self.poll_ms / 1000
+        jobs: list[ClaimedJob] = result
+        if jobs:
+            self._clock_offset_ms = jobs[0].lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
+        for job in jobs:
+            self._start(job)
+        return now
+
+    def _idle_seconds(self, next_due_ms: int | None) -> float:
+        longest = self.poll_ms / 1000
+        if next_due_ms is None or self._clock_offset_ms is None:
+            return longest
+        server_now = int(time.time() * 1000) + self._clock_offset_ms
+        return min(max(next_due_ms - server_now, 1) / 1000, longest)
+
+    # Handlers ----------------------------------------------------------------
+
+    def _start(self, job: ClaimedJob) -> None:
+        self.stats.claimed += 1
+        h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
+        self._held[job.id] = h
+        loop = asyncio.get_running_loop()
+        if self._async:
+            h.running = asyncio.ensure_future(self.handler(job))
+        else:
+            h.running = loop.run_in_executor(self._pool, self.handler, job)
+        h.running.add_done_callback(lambda future: self._finished(h, future))
+
+    def _finished(self, h: _Held, future: asyncio.Future[Any]) -> None:
+        if h.lost or h.handed_back:
+            if self._held.get(h.job.id) is h and not h.sent:
+                self._held.pop(h.job.id)
+            self._wake.set()
+            return
+        if future.cancelled():
+            h.outcome, h.report = "fail", moves.fail(self.queue, h.job.id, h.job.token, error="handler cancelled",
+                                                    backoff_ms=self.backoff_ms, actor=self.actor)
+        elif future.exception() is not None:
+            error = future.exception()
+            assert error is not None
+            h.outcome, h.report = "fail", moves.fail(self.queue, h.job.id, h.job.token, error=error_text(error),
+                                                    backoff_ms=self.backoff_ms, actor=self.actor)
+        else:
+            h.outcome, h.report = "complete", moves.complete(self.queue, h.job.id, h.job.token, actor=self.actor)
+        self._outbox.append(h)
+        self._wake.set()
+
+    def _lose(self, h: _Held, refusal: Exception) -> None:
+        h.lost = True
+        self.stats.lost += 1
+        log.warning("lost the lease on job %s: %s", h.job.id, refusal)
+        if h.running is not None and not h.running.done():
+            if self._async:
+                h.running.cancel()
+        else:
+            self._held.pop(h.job.id, None)
+            self._wake.set()
+
+    # Heartbeat and sweep -------------------------------------------------------
+
+    async def _heartbeat(self, client: AsyncEchoMQ) -> None:
+        interval = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._extend_all(client)
+                await self._sweep(client)
+            except Unavailable as error:
+                self.stats.connection_errors += 1
+                log.warning("heartbeat could not reach redis: %s", error)
+            except EmqError as error:
+                log.error("heartbeat failed: %s", error)
+
+    async def _extend_all(self, client: AsyncEchoMQ) -> None:
+        holding = [h for h in self._held.values() if not (h.lost or h.handed_back or h.sent)]
+        for start in range(0, len(holding), moves.MAX_BATCH):
+            chunk = holding[start:start + moves.MAX_BATCH]
+            calls = [moves.extend(self.queue, h.job.id, h.job.token, lease_ms=self.lease_ms) for h in chunk]
+            for h, result in zip(chunk, await client.run_many(calls)):
+                if isinstance(result, Refused):
+                    # A report sent meanwhile moves the job on; only its own answer counts.
+                    if not (h.sent or h.handed_back or h.lost):
+                        self._lose(h, result)
+                elif isinstance(result, Exception):
+                    log.warning("extend of job %s failed: %s", h.job.id, result)
+                else:
+                    h.lease_deadline_ms = result
+
+    async def _sweep(self, client: AsyncEchoMQ) -> None:
+        for _ in range(10):
+            batch = await client.run(moves.recover_expired(self.queue, limit=500, actor=self.actor))
+            if batch.moved:
+                log.info("recovered %d lapsed jobs of %s", batch.moved, self.queue)
+            if not batch.more:
+                return
+
+    # Shutdown ------------------------------------------------------------------
+
+    async def _hand_back(self, client: AsyncEchoMQ) -> None:
+        """Releases every job whose handler has not finished, after sending the outcomes that are ready."""
+        reports = self._take_reports()
+        running = [h for h in self._held.values() if h.report is None and not h.lost]
+        for h in running:
+            h.handed_back = True
+            if self._async and h.running is not None:
+                h.running.cancel()
+        calls: list[Call[Any]] = [h.report for h in reports]  # type: ignore[misc]
+        calls += [moves.release(self.queue, h.job.id, h.job.token, actor=self.actor) for h in running]
+        for attempt in range(3):
+            try:
+                results = await client.run_many(calls)
+                break
+            except Unavailable as error:
+                self.stats.connection_errors += 1
+                log.warning("hand back could not reach redis (%s)%s", error, "; retrying" if attempt < 2 else "")
+                await asyncio.sleep(0.2 * (attempt + 1))
+        else:
+            log.error("could not hand back %d jobs: their leases will lapse and the sweep will recover them",
+                      len(running))
+            return
+        for h, result in zip(reports, results):
+            self._settle(h, result)
+        for h, result in zip(running, results[len(reports):]):
+            self._held.pop(h.job.id, None)
+            if isinstance(result, Exception):
+                log.warning("release of job %s refused: %s", h.job.id, result)
+            else:
+                self.stats.released += 1
+        if self._async:
+            await asyncio.gather(*(h.running for h in running if h.running is not None), return_exceptions=True)
+
+
+async def _wait(event: asyncio.Event, timeout: float | None, *, also: asyncio.Event | None = None) -> None:
+    """Waits until ``event`` (or ``also``) is set or ``timeout`` seconds pass."""
+    if timeout is not None and timeout <= 0:
+        return
+    waiters = [asyncio.ensure_future(event.wait())]
+    if also is not None:
+        waiters.append(asyncio.ensure_future(also.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
+__all__ = ["Worker", "WorkerStats", "Handler", "load_handler", "error_text"]

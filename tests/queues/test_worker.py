@@ -1,0 +1,329 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, InvalidInput
+from queues.keys import STATES, QueueKeys
+from queues.worker import Worker, WorkerStats, load_handler
+from tests.support.redis_servers import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _serve_until(worker: Worker, done: Callable[[], bool], timeout: float = 20.0) -> WorkerStats:
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "the worker did not get there in time"
+        assert not serving.done(), f"the worker stopped early: {serving.exception() if serving.done() else ''}"
+        await asyncio.sleep(0.02)
+    stop.set()
+    return await asyncio.wait_for(serving, 15)
+
+
+def _memberships(mq: EchoMQ, queue: str, job_id: str) -> list[str]:
+    keys = QueueKeys(queue)
+    return [state for state in STATES if mq.redis.zscore(keys.state_set(state), job_id) is not None]
+
+
+def _assert_each_job_in_exactly_one_state(mq: EchoMQ, queue: str, ids: list[str]) -> Counter[str]:
+    states: Counter[str] = Counter()
+    for job_id in ids:
+        sets = _memberships(mq, queue, job_id)
+        view = mq.job(queue, job_id)
+        assert len(sets) == 1, f"job {job_id} is in {sets}"
+        assert view.state == sets[0], f"job {job_id} says {view.state} but is in {sets[0]}"
+        states[view.state] += 1
+    return states
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_it_processes_a_batch_exactly_once(mq: EchoMQ, redis_url: str, kind: str) -> None:
+    ids = mq.enqueue_many("mail", [f"job {i}" for i in range(300)])
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def handle(job: ClaimedJob) -> None:
+        with lock:
+            seen.append(job.id)
+
+    async def handle_async(job: ClaimedJob) -> None:
+        await asyncio.sleep(0.001)
+        seen.append(job.id)
+
+    worker = Worker(queue="mail", handler=handle if kind == "sync" else handle_async, concurrency=8,
+                    url=redis_url, batch=5)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 300)
+
+    assert sorted(seen) == sorted(ids)
+    assert (stats.claimed, stats.completed, stats.failed, stats.lost) == (300, 300, 0, 0)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 300}
+    completes = Counter(e.job_id for e in mq.events("mail", count=5000) if e.move == "complete")
+    assert set(completes.values()) == {1} and len(completes) == 300
+    assert {mq.job("mail", i).attempts for i in ids} == {"1"}
+
+
+async def test_a_failing_handler_is_retried_then_failed_with_its_last_error(mq: EchoMQ, redis_url: str) -> None:
+    job_id = mq.enqueue("mail", "x", max_attempts=3)
+    calls: list[int] = []
+
+    def explode(job: ClaimedJob) -> None:
+        calls.append(job.attempts)
+        raise ValueError(f"mailbox full on try {job.attempts}")
+
+    worker = Worker(queue="mail", handler=explode, url=redis_url, backoff_ms=10, poll_ms=20)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["failed"] == 1)
+
+    view = mq.job("mail", job_id)
+    assert calls == [1, 2, 3]
+    assert (view.state, view.attempts) == ("failed", "3")
+    assert view.text("last_error").startswith("ValueError: mailbox full on try 3 (at test_worker.py:")
+    assert (stats.failed, stats.completed) == (3, 0)
+
+
+async def test_a_long_job_outlives_its_lease_through_the_heartbeat(mq: EchoMQ, redis_url: str) -> None:
+    job_id = mq.enqueue("reports", "big")
+    runs: list[int] = []
+
+    async def slow(job: ClaimedJob) -> None:
+        runs.append(job.attempts)
+        await asyncio.sleep(1.5)
+
+    worker = Worker(queue="reports", handler=slow, url=redis_url, lease_ms=300)
+    stats = await _serve_until(worker, lambda: mq.stats("reports").counts["done"] == 1)
+
+    view = mq.job("reports", job_id)
+    assert runs == [1]
+    assert (view.state, view.attempts) == ("done", "1")
+    assert (stats.completed, stats.lost) == (1, 0)
+    assert [e.move for e in reversed(mq.events("reports"))] == ["enqueue", "claim", "complete"]
+
+
+async def test_an_operator_cancel_stops_an_async_handler_and_nothing_is_reported(mq: EchoMQ, redis_url: str) -> None:
+    job_id = mq.enqueue("reports", "big")
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def slow(job: ClaimedJob) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    worker = Worker(queue="reports", handler=slow, url=redis_url, lease_ms=300)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.wait_for(started.wait(), 10)
+    mq.cancel("reports", job_id, expect_state="active")
+    await asyncio.wait_for(cancelled.wait(), 5)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 10)
+
+    view = mq.job("reports", job_id)
+    assert (view.state, view.text("last_error")) == ("failed", "cancelled")
+    assert (stats.lost, stats.completed, stats.failed, stats.refused_reports) == (1, 0, 0, 0)
+    assert [e.move for e in reversed(mq.events("reports"))] == ["enqueue", "claim", "cancel"]
+
+
+async def test_a_recovered_job_is_not_reported_by_the_worker_that_lost_it(mq: EchoMQ, redis_url: str) -> None:
+    job_id = mq.enqueue("reports", "big")
+    attempts: list[int] = []
+    lapse = threading.Event()
+
+    def slow(job: ClaimedJob) -> None:
+        attempts.append(job.attempts)
+        if job.attempts == 1:
+            lapse.set()
+            time.sleep(1.0)
+
+    worker = Worker(queue="reports", handler=slow, url=redis_url, lease_ms=300, poll_ms=20)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.to_thread(lapse.wait, 10)
+    # The worker stalls: its lease deadline passes and an operator recovers the job.
+    mq.redis.zadd(QueueKeys("reports").active, {job_id: 1})
+    mq.recover("reports", job_id, expect_state="active", expect_attempts=1)
+    deadline = time.monotonic() + 10
+    while mq.job("reports", job_id).state != "done":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 10)
+
+    assert attempts == [1, 2]
+    assert mq.job("reports", job_id).attempts == "2"
+    assert [(e.move, e.attempts) for e in reversed(mq.events("reports"))] == [
+        ("enqueue", "0"), ("claim", "1"), ("recover", "1"), ("claim", "2"), ("complete", "2")]
+    assert (stats.lost, stats.completed, stats.refused_reports) == (1, 1, 0)
+
+
+async def test_it_keeps_working_when_redis_goes_away_and_comes_back() -> None:
+    server = RedisServer().start()
+    try:
+        done: list[str] = []
+        worker = Worker(queue="mail", handler=lambda job: done.append(job.id), url=server.url, poll_ms=20)
+        stop = asyncio.Event()
+        serving = asyncio.create_task(worker.serve(stop))
+        await asyncio.sleep(0.2)
+        server.kill()
+        await asyncio.sleep(0.5)
+        server.start()
+        mq = EchoMQ.from_url(server.url)
+        ids = mq.enqueue_many("mail", ["a", "b", "c"])
+        deadline = time.monotonic() + 15
+        while mq.stats("mail").counts["done"] < 3:
+            assert time.monotonic() < deadline and not serving.done()
+            await asyncio.sleep(0.05)
+        stop.set()
+        stats = await asyncio.wait_for(serving, 10)
+        mq.close()
+        assert sorted(done) == sorted(ids)
+        assert stats.connection_errors > 0
+    finally:
+        server.cleanup()
+
+
+async def test_stopping_lets_running_handlers_finish_within_the_grace_period(mq: EchoMQ, redis_url: str) -> None:
+    ids = mq.enqueue_many("mail", [str(i) for i in range(10)])
+    started = asyncio.Event()
+
+    async def handle(job: ClaimedJob) -> None:
+        started.set()
+        await asyncio.sleep(0.3)
+
+    worker = Worker(queue="mail", handler=handle, url=redis_url, concurrency=2, batch=2, grace_ms=5000)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.wait_for(started.wait(), 10)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 10)
+
+    assert (stats.completed, stats.released) == (2, 0)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 2, "pending": 8}
+
+
+HANDLERS = '''
+import time
+
+def sleepy(job):
+    time.sleep(30 if job.payload == b"slow" else 0.05)
+'''
+
+
+def test_sigterm_hands_back_the_jobs_a_worker_process_holds(mq: EchoMQ, redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "sigterm_handlers.py").write_text(HANDLERS)
+    ids = mq.enqueue_many("mail", ["slow"] * 4 + ["fast"] * 2 + ["slow"] * 6)
+    code = textwrap.dedent(f"""
+        import logging
+        from queues.worker import Worker
+        logging.basicConfig(level=logging.INFO)
+        Worker(queue="mail", handler="sigterm_handlers:sleepy", url={redis_url!r}, concurrency=4,
+               batch=4, grace_ms=300).run()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while mq.stats("mail").counts["active"] < 4:
+            assert time.monotonic() < deadline and worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+            time.sleep(0.05)
+        time.sleep(0.3)
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=15)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    assert "SIGTERM" in err
+    states = _assert_each_job_in_exactly_one_state(mq, "mail", ids)
+    assert states["active"] == 0
+    assert states["pending"] + states["done"] == 12
+    released = [e for e in mq.events("mail", count=1000) if e.move == "release"]
+    assert len(released) == 4 and "released=4" in err
+    assert all(mq.job("mail", e.job_id).payload == b"slow" for e in released)
+
+
+MODULE = '''
+def handle(job):
+    return None
+
+class Jobs:
+    @staticmethod
+    def send(job):
+        return None
+
+NOT_CALLABLE = 42
+'''
+
+
+@pytest.fixture
+def handler_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "emq_test_handlers.py").write_text(MODULE)
+    (tmp_path / "emq_broken_handlers.py").write_text("import no_such_dependency_xyz\n")
+    (tmp_path / "emq_raising_handlers.py").write_text("raise RuntimeError('settings missing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "emq_test_handlers"
+
+
+def test_load_handler_finds_a_function_and_a_dotted_attribute(handler_module: str) -> None:
+    assert load_handler(f"{handler_module}:handle").__name__ == "handle"
+    assert load_handler(f"{handler_module}:Jobs.send").__name__ == "send"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("emq_test_handlers", "must be written module:callable"),
+    ("emq_test_handlers:", "must be written module:callable"),
+    (":handle", "must be written module:callable"),
+    ("a:b:c", "must be written module:callable"),
+    ("emq_no_such_module:handle", "no module named 'emq_no_such_module'"),
+    ("emq_test_handlers:missing", "'emq_test_handlers' has no attribute 'missing'"),
+    ("emq_test_handlers:Jobs.missing", "'emq_test_handlers:Jobs' has no attribute 'missing'"),
+    ("emq_test_handlers:NOT_CALLABLE", "is not callable (it is a int)"),
+    ("emq_broken_handlers:handle", "importing 'emq_broken_handlers' failed: No module named 'no_such_dependency_xyz'"),
+    ("emq_raising_handlers:handle", "importing 'emq_raising_handlers' failed: RuntimeError: settings missing"),
+])
+def test_load_handler_says_clearly_what_is_wrong(handler_module: str, spec: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        load_handler(spec)
+    assert message in str(caught.value)
+
+
+def test_a_worker_refuses_bad_settings(redis_url: str) -> None:
+    with pytest.raises(InvalidInput, match="concurrency must be between 1 and 10000"):
+        Worker(queue="mail", handler=lambda job: None, concurrency=0, url=redis_url)
+    with pytest.raises(InvalidInput, match="queue name"):
+        Worker(queue="a{b}", handler=lambda job: None, url=redis_url)
+    with pytest.raises(InvalidInput, match="handler must be callable"):
+        Worker(queue="mail", handler=42, url=redis_url)  # type: ignore[arg-type]
+
+
+async def test_an_idle_worker_picks_up_a_delayed_job_when_it_falls_due(mq: EchoMQ, redis_url: str) -> None:
+    job_id = mq.enqueue("mail", "later", delay_ms=400)
+    done_at: list[int] = []
+    client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+
+    def handle(job: ClaimedJob) -> None:
+        done_at.append(int(time.time() * 1000))
+
+    enqueued_at = int(time.time() * 1000)
+    worker = Worker(queue="mail", handler=handle, client=client, poll_ms=2000)
+    await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 1)
+    await client.close()
+
+    assert mq.job("mail", job_id).state == "done"
+    assert 350 <= done_at[0] - enqueued_at < 1500

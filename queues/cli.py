@@ -262,7 +262,10 @@ _NO_CLIENT = {cmd_script, cmd_worker}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
     mq: EchoMQ | None = None
     try:
         if args.handler not in _NO_CLIENT:

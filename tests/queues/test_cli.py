@@ -1,0 +1,93 @@
+"""The emq command: one line per result, and exit codes 0/2/3/4/1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from queues.cli import main
+from queues import EchoMQ
+
+
+def emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(["--url", url, *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_enqueue_prints_the_id_and_a_duplicate_is_idempotent(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert emq(redis_url, capsys, "enqueue", "q", '{"a": 1}', "--id", "j1")[:2] == (0, ["j1"])
+
+    code, out, err = emq(redis_url, capsys, "enqueue", "q", '{"a": 2}', "--id", "j1")
+
+    assert (code, out) == (0, ["j1"]) and "already exists" in err
+
+
+def test_the_full_lifecycle_through_the_cli(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    emq(redis_url, capsys, "enqueue", "q", '{"a": 1}', "--id", "j1")
+
+    code, out, _ = emq(redis_url, capsys, "claim", "q", "--lease-ms", "60000")
+    claimed = json.loads(out[0])
+    assert code == 0 and (claimed["id"], claimed["payload"]) == ("j1", '{"a": 1}')
+    assert emq(redis_url, capsys, "extend", "q", "j1", "--token", claimed["token"])[0] == 0
+    assert emq(redis_url, capsys, "complete", "q", "j1", "--token", claimed["token"])[:2] == (
+        0, ["completed: job j1 is now done"])
+
+    code, out, _ = emq(redis_url, capsys, "stats", "q", "--json")
+    assert json.loads(out[0])["done"] == 1
+    code, out, _ = emq(redis_url, capsys, "jobs", "q", "done", "--json")
+    assert [json.loads(line)["id"] for line in out] == ["j1"]
+    code, out, _ = emq(redis_url, capsys, "events", "q", "--json")
+    assert [json.loads(line)["move"] for line in out] == ["enqueue", "claim", "complete"]
+    assert emq(redis_url, capsys, "check", "q")[0] == 0
+    assert emq(redis_url, capsys, "queues")[1] == ["q"]
+
+
+@pytest.mark.parametrize("args", [
+    ["enqueue", "q{x}", "{}"], ["enqueue", "q", "not json"], ["complete", "q", "j1", "--token", "abc"],
+    ["jobs", "q", "sleeping"], ["claim", "q", "--lease-ms", "0"], ["show", "q", "missing"],
+])
+def test_bad_input_exits_2_with_a_message(redis_url: str, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    code, _, err = emq(redis_url, capsys, *args)
+    assert code == 2 and err
+
+
+def test_nothing_to_claim_exits_3(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert emq(redis_url, capsys, "claim", "q")[0] == 3
+
+
+def test_a_stale_token_or_a_moved_job_exits_4(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    emq(redis_url, capsys, "enqueue", "q", "{}", "--id", "j1")
+    token = json.loads(emq(redis_url, capsys, "claim", "q")[1][0])["token"]
+    emq(redis_url, capsys, "complete", "q", "j1", "--token", token)
+
+    assert emq(redis_url, capsys, "complete", "q", "j1", "--token", token)[0] == 4
+    code, _, err = emq(redis_url, capsys, "retry", "q", "j1")
+    assert code == 4 and "refused: job j1 is now done (attempts 1)" in err
+
+
+def test_an_unreachable_redis_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert emq("redis://127.0.0.1:1/0", capsys, "stats", "q")[0] == 1
+
+
+def test_check_exits_1_when_it_finds_torn_jobs(redis_url: str, capsys: pytest.CaptureFixture[str], mq: EchoMQ) -> None:
+    mq.redis.zadd("emq:{q}:pending", {"ghost": 1})
+
+    code, out, _ = emq(redis_url, capsys, "check", "q")
+
+    assert code == 1 and out[0] == "ghost: missing_hash (pending)"
+
+
+def test_it_runs_as_python_dash_m_queues(redis_url: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "queues", "--url", redis_url, "enqueue", "q", "{}", "--id", "x"],
+                          capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "x\n")
+
+
+def test_script_prints_the_source_sent_to_redis(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["script", "claim"]) == 0
+    source = capsys.readouterr().out
+    assert "\n--@include" not in source and "local function now_ms()" in source

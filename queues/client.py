@@ -221,15 +221,15 @@ class EchoMQ(_Moves):
             if not result.more:
                 return
 
-    def recover_expired(self, queue: str, *, limit: int = 500) -> BatchResult:
+    def recover_expired(self, queue: str, *, limit: int = 200) -> BatchResult:
         return _total(self.batches(lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip)))
 
-    def retry_failed(self, queue: str, *, limit: int = 500, extra_attempts: int = 1) -> BatchResult:
+    def retry_failed(self, queue: str, *, limit: int = 200, extra_attempts: int = 1) -> BatchResult:
         cutoff = self.server_time_ms(queue)
         return _total(self.batches(lambda skip: moves.retry_failed(
             queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1, skip=skip)))
 
-    def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 500) -> BatchResult:
+    def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200) -> BatchResult:
         return _total(self.batches(lambda skip: moves.purge(
             queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip)))
 

@@ -257,7 +257,7 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
     return Call(move, keys.script_keys(job_id), args, parse)
 
 
-def recover_expired(queue: str, *, limit: int = 500, actor: str = "", skip: int = 0) -> Call[BatchResult]:
+def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int = 0) -> Call[BatchResult]:
     keys = QueueKeys(queue)
     args = [_int(limit, "limit", 1, MAX_BATCH), actor, _int(skip, "skip", 0)]
 
@@ -268,7 +268,7 @@ def recover_expired(queue: str, *, limit: int = 500, actor: str = "", skip: int 
     return Call("recover_expired", keys.script_keys(None), args, parse)
 
 
-def retry_failed(queue: str, *, limit: int = 500, extra_attempts: int = 1, actor: str = "",
+def retry_failed(queue: str, *, limit: int = 200, extra_attempts: int = 1, actor: str = "",
                  failed_before_ms: int | None = None, skip: int = 0) -> Call[BatchResult]:
     keys = QueueKeys(queue)
     cutoff = "" if failed_before_ms is None else _int(failed_before_ms, "failed_before_ms", 0)
@@ -277,7 +277,7 @@ def retry_failed(queue: str, *, limit: int = 500, extra_attempts: int = 1, actor
     return Call("retry_failed", keys.script_keys(None), args, _batch)
 
 
-def purge(queue: str, state: str, *, older_than_ms: int = 0, limit: int = 500, actor: str = "",
+def purge(queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200, actor: str = "",
           skip: int = 0) -> Call[BatchResult]:
     keys = QueueKeys(queue)
     if state not in ("done", "failed"):

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "dashboard",
+    "dashboard.orders",
 ]
 
 MIDDLEWARE = [

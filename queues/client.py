@@ -18,18 +18,21 @@ import redis.exceptions
 
 from . import moves, reads
 from .connection import AsyncClient, SyncClient, connect, connect_async
-from .errors import EmqError, InvalidInput, Unavailable
+from .errors import EmqError, InvalidInput, NotReplicated, Unavailable
 from redis.crc import key_slot
 
 from .connection import is_cluster_client
 from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id, validate_queue_name
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
-from .scripts import script
+from .scripts import MOVES, script
 
 T = TypeVar("T")
 
-_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                redis.exceptions.ClusterDownError if hasattr(redis.exceptions, "ClusterDownError") else OSError)
+# A failover or a resharding surfaces as CLUSTERDOWN, TRYAGAIN, an uncovered slot or
+# redis-py's "TTL exhausted" after redirections: in each the script did not run
+# or its outcome is unknown, as after a lost connection.
+_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ClusterError,
+                redis.exceptions.TryAgainError, redis.exceptions.RedisClusterException)
 
 
 # Replies that mean the script did not run, so sending it again is safe.
@@ -107,21 +110,32 @@ class _Moves:
 
 
 class EchoMQ(_Moves):
-    """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``."""
+    """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``.
 
-    def __init__(self, client: SyncClient, *, actor: str | None = None) -> None:
+    With ``wait_replicas=N`` every move is followed, on the same connection
+    to the queue's master, by ``WAIT N wait_timeout_ms``; a move fewer than N
+    replicas acknowledged raises :class:`NotReplicated` (it did run).
+    """
+
+    def __init__(self, client: SyncClient, *, actor: str | None = None, wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000) -> None:
         self.redis = client
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
+        self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
+        self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
 
     @classmethod
-    def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> EchoMQ:
-        return cls(connect(url, **options), actor=actor)
+    def from_url(cls, url: str | None = None, *, actor: str | None = None, wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000, **options: Any) -> EchoMQ:
+        return cls(connect(url, **options), actor=actor, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
 
     def close(self) -> None:
         self.redis.close()
 
     def run(self, call: Call[T]) -> T:
+        if self.wait_replicas and call.script in MOVES:
+            return self._run_replicated(call)
         s = script(call.script)
         try:
             try:
@@ -142,6 +156,8 @@ class EchoMQ(_Moves):
         """
         if not calls:
             return []
+        if self.wait_replicas:
+            return [self._result_or_error(call) for call in calls]
         if is_cluster_client(self.redis):
             return self._run_many_on_cluster(calls)
         return self._pipelined(self.redis, calls)
@@ -154,6 +170,10 @@ class EchoMQ(_Moves):
                 pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
             replies = pipe.execute(raise_on_error=False)
         except Exception as error:
+            if client is not self.redis:
+                # A node pipeline bypasses the cluster client, which would have
+                # refreshed its slot map on this error (a failover, say).
+                self._refresh_slots()
             raise _translate(calls[0], error) from error
         results: list[Any] = []
         for call, reply in zip(calls, replies):
@@ -188,6 +208,82 @@ class EchoMQ(_Moves):
             for index, result in zip(indexes, self._pipelined(connection, [calls[i] for i in indexes])):
                 results[index] = result
         return results
+
+    def _result_or_error(self, call: Call[Any]) -> Any:
+        try:
+            return self.run(call)
+        except Exception as error:
+            return error
+
+    def _run_replicated(self, call: Call[T]) -> T:
+        """The move and ``WAIT`` pipelined on one connection to the queue's master.
+
+        WAIT counts the replicas that acknowledged this connection's writes,
+        so it must follow the script on the same connection; the cluster
+        client could send it elsewhere, hence a pipeline on the node itself,
+        following MOVED and ASK by hand (the script did not run on either).
+        """
+        s = script(call.script)
+        node = self._node_client(call.keys[0])
+        asking = use_eval = False
+        for _ in range(5):
+            pipe = node.pipeline(transaction=False)
+            if asking:
+                pipe.execute_command("ASKING")
+            if use_eval:
+                pipe.eval(s.source, len(call.keys), *call.keys, *call.args)
+            else:
+                pipe.evalsha(s.sha, len(call.keys), *call.keys, *call.args)
+            pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms)
+            try:
+                *_, reply, acked = pipe.execute(raise_on_error=False)
+            except _UNREACHABLE as error:
+                self._refresh_slots()
+                raise _translate(call, error) from error
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                use_eval = True
+            elif isinstance(reply, redis.exceptions.AskError):
+                moved = isinstance(reply, redis.exceptions.MovedError)
+                if moved:
+                    self._refresh_slots()
+                node, asking = self._node_client_at(reply.host, reply.port), not moved
+            else:
+                break
+        else:
+            raise Unavailable(f"redis kept redirecting {call.script}; try again")
+        try:
+            if isinstance(reply, Exception):
+                raise reply
+            result = call.parse(reply)
+        except Exception as error:
+            raise _translate(call, error) from error
+        if call.registers:
+            self._register(call.registers)
+        if isinstance(acked, Exception) or int(acked) < self.wait_replicas:
+            raise NotReplicated(call.script, result, 0 if isinstance(acked, Exception) else int(acked),
+                                self.wait_replicas, self.wait_timeout_ms)
+        return result
+
+    def _node_client(self, key: str) -> redis.Redis:
+        if not is_cluster_client(self.redis):
+            return self.redis  # type: ignore[return-value]
+        return self.redis.get_redis_connection(self.redis.get_node_from_key(key))  # type: ignore[union-attr]
+
+    def _node_client_at(self, host: str, port: int) -> redis.Redis:
+        node = self.redis.get_node(host=host, port=port)  # type: ignore[union-attr]
+        if node is None:
+            self._refresh_slots()
+            node = self.redis.get_node(host=host, port=port)  # type: ignore[union-attr]
+        if node is None:
+            raise Unavailable(f"redis redirected to {host}:{port}, a node this client does not know")
+        return self.redis.get_redis_connection(node)  # type: ignore[union-attr]
+
+    def _refresh_slots(self) -> None:
+        if is_cluster_client(self.redis):
+            try:
+                self.redis.nodes_manager.initialize()  # type: ignore[union-attr]
+            except Exception:  # the next call refreshes again; this one already failed
+                pass
 
     def _register(self, queue: str) -> None:
         if queue not in self._registered:

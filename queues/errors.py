@@ -57,3 +57,17 @@ class Duplicate(EmqError):
 
 class Unavailable(EmqError):
     """Redis could not be reached; whether a move ran is unknown."""
+
+
+class NotReplicated(EmqError):
+    """The move ran on the master, but fewer replicas than asked acknowledged it within the timeout.
+
+    A failover before they catch up can undo it. ``result`` is what the move returned.
+    """
+
+    exit_code = 5
+
+    def __init__(self, move: str, result: object, acked: int, wanted: int, timeout_ms: int) -> None:
+        self.move, self.result, self.acked, self.wanted = move, result, acked, wanted
+        super().__init__(f"{move} ran, but only {acked} of {wanted} replicas acknowledged it within {timeout_ms} ms;"
+                         " a failover now could undo it")

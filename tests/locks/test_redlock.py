@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from queues.locks import LeaseLock, LockLost, LockNotAcquired, Redlock, lock_clients
+from tests.support.redis_servers import RedisServer
+
+
+def _lock(urls: list[str], holder: str, **options: object) -> Redlock:
+    return Redlock(lock_clients(urls), "emq:lock:test", holder=holder, **options)  # type: ignore[arg-type]
+
+
+def test_a_lock_is_acquired_on_every_master_with_the_holder_in_its_token(five_urls: list[str]) -> None:
+    lock = _lock(five_urls, "console-a", ttl_ms=5000)
+
+    lease = lock.acquire(blocking=False)
+
+    assert lease is not None and (lease.nodes, lease.of) == (5, 5)
+    assert lease.token.endswith("/console-a")
+    assert 4.8 < lease.validity_s <= 5.0 - 5000 * 0.01 / 1000
+    for client in lock_clients(five_urls):
+        assert client.get("emq:lock:test") == lease.token.encode()
+
+
+def test_a_second_holder_is_refused_while_the_first_holds_it(five_urls: list[str]) -> None:
+    first, second = _lock(five_urls, "a"), _lock(five_urls, "b")
+    assert first.acquire(blocking=False)
+
+    assert second.acquire(blocking=False) is None
+    assert second.acquire(wait_s=0.3) is None
+
+    holder = second.holder_info()
+    assert holder is not None and holder.holder == "a" and holder.held
+
+
+def test_with_two_of_five_masters_down_the_lock_is_still_acquired(five_servers: list[RedisServer],
+                                                                   five_urls: list[str]) -> None:
+    five_servers[0].kill()
+    five_servers[3].kill()
+
+    lease = _lock(five_urls, "a").acquire(blocking=False)
+
+    assert lease is not None and lease.nodes == 3
+    holder = _lock(five_urls, "observer").holder_info()
+    assert holder is not None and (holder.holder, holder.nodes, holder.unreachable, holder.held) == ("a", 3, 2, True)
+
+
+def test_with_three_of_five_masters_down_the_lock_is_refused_and_left_nowhere(five_servers: list[RedisServer],
+                                                                              five_urls: list[str]) -> None:
+    for server in five_servers[:3]:
+        server.kill()
+    lock = _lock(five_urls, "a", wait_s=0.3)
+
+    assert lock.acquire(blocking=False) is None
+    with pytest.raises(LockNotAcquired):
+        with lock:
+            pass
+
+    for server in five_servers[3:]:
+        assert server.client().get("emq:lock:test") is None
+
+
+def test_a_holder_whose_validity_ran_out_loses_to_a_new_holder(five_urls: list[str]) -> None:
+    old, new = _lock(five_urls, "old", ttl_ms=200), _lock(five_urls, "new", ttl_ms=5000)
+    stale = old.acquire(blocking=False)
+    assert stale is not None
+    time.sleep(0.25)
+    assert stale.validity_s < 0
+
+    assert new.acquire(blocking=False) is not None
+    with pytest.raises(LockLost):
+        old.extend()
+    assert old.release() == 0
+
+    holder = new.holder_info()
+    assert holder is not None and holder.holder == "new" and holder.nodes == 5
+
+
+def test_a_release_by_a_non_holder_does_nothing(five_urls: list[str]) -> None:
+    holder, other = _lock(five_urls, "holder"), _lock(five_urls, "other")
+    lease = holder.acquire(blocking=False)
+    assert lease is not None
+    other.lease = replace(lease, holder="other", token="forged/other")
+
+    assert other.release() == 0
+
+    info = holder.holder_info()
+    assert info is not None and info.holder == "holder" and info.nodes == 5
+
+
+def test_extend_moves_the_deadline_and_release_frees_the_lock(five_urls: list[str]) -> None:
+    lock = _lock(five_urls, "a", ttl_ms=1000)
+    first = lock.acquire(blocking=False)
+    assert first is not None
+    time.sleep(0.2)
+
+    extended = lock.extend(3000)
+
+    assert extended.token == first.token and extended.valid_until > first.valid_until + 1.5
+    assert lock.release() == 5
+    assert lock.holder_info() is None
+    assert _lock(five_urls, "b").acquire(blocking=False) is not None
+
+
+def test_the_context_manager_holds_the_lock_inside_and_releases_it_after(five_urls: list[str]) -> None:
+    lock = _lock(five_urls, "a")
+    with lock as lease:
+        assert lease.holder == "a"
+        assert _lock(five_urls, "b").acquire(blocking=False) is None
+    assert lock.holder_info() is None
+
+
+def test_a_blocked_acquirer_gets_the_lock_once_the_holder_releases_it(five_urls: list[str]) -> None:
+    first, second = _lock(five_urls, "a", ttl_ms=400), _lock(five_urls, "b", retry_delay_ms=50)
+    assert first.acquire(blocking=False)
+
+    started = time.monotonic()
+    lease = second.acquire(wait_s=2.0)
+
+    assert lease is not None and lease.holder == "b"
+    assert time.monotonic() - started >= 0.3
+
+
+def test_the_single_instance_lease_shows_its_holder_and_deadline(five_urls: list[str]) -> None:
+    lease_lock = LeaseLock(lock_clients(five_urls[:1])[0], "emq:lock:lease", holder="solo", ttl_ms=2000)
+
+    lease = lease_lock.acquire(blocking=False)
+
+    assert lease is not None and (lease.nodes, lease.of) == (1, 1)
+    holder = lease_lock.holder_info()
+    assert holder is not None and holder.holder == "solo" and holder.held
+    assert abs(holder.until - (time.time() + 2.0)) < 0.2
+    assert LeaseLock(lock_clients(five_urls[:1])[0], "emq:lock:lease").acquire(blocking=False) is None
+
+
+def test_a_lock_over_no_masters_is_refused() -> None:
+    from queues import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        Redlock([], "k")

@@ -154,6 +154,26 @@ def parse_place(request: bytes | str | Mapping[str, Any], *, config: GatewayConf
                       time_in_force)  # type: ignore[arg-type]
 
 
+def order_from_payload(payload: bytes, *, config: GatewayConfig = DEFAULT_CONFIG) -> PlaceOrder:
+    """Reads an admitted order back from its job, checking it as strictly as a request.
+
+    A consumer cannot assume the Python gateway wrote it: any runtime may call admit_order.
+    """
+    try:
+        body = json.loads(payload, parse_float=Decimal, parse_int=Decimal, parse_constant=_NonFinite)
+    except (ValueError, RecursionError):
+        raise InvalidOrder({"payload": "not valid JSON"}) from None
+    if not isinstance(body, dict):
+        raise InvalidOrder({"payload": "expected a JSON object"})
+    if body.get("command") != PLACE_COMMAND or body.get("version") != PLACE_VERSION:
+        raise InvalidOrder({"payload": f"not a {PLACE_COMMAND} command of version {PLACE_VERSION}"})
+    order_id = body.get("order_id")
+    if not isinstance(order_id, str) or not ORDER_ID.fullmatch(order_id):
+        raise InvalidOrder({"order_id": "must be ORD- followed by a ULID"})
+    request = {k: v for k, v in body.items() if k not in ("command", "version", "order_id")}
+    return parse_place(request, config=config, mint=lambda: order_id)
+
+
 def _fields(request: bytes | str | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(request, Mapping):
         return dict(request)

@@ -4,9 +4,18 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from . import views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("dashboard.orders.urls")),
+    # The console (issue 3). Queue names and job ids travel in the query
+    # string: they may hold '/' and other characters a path cannot carry.
+    path("", views.overview, name="overview"),
+    path("queue/", views.queue_detail, name="queue"),
+    path("job/", views.job_detail, name="job"),
+    path("job/payload/", views.job_payload, name="job_payload"),
+    path("find/", views.find, name="find"),
 ]

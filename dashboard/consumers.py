@@ -1,0 +1,110 @@
+"""The WebSocket behind every live page: one per open page, fed by this process's follower.
+
+The follower coalesces changes; each consumer coalesces again to its own
+pace (at least MIN_INTERVAL_S between sends, longer when rendering is slow),
+so a browser gets at most a few updates per second however fast jobs move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Final
+from urllib.parse import parse_qsl
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from queues import EmqError, InvalidInput, validate_job_id, validate_queue_name
+from queues.follower import Follower, Subscription
+
+from . import presenters
+from .live import JobPage, LivePage, OverviewPage, QueuePage
+from .services import redis_url
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL_S: Final = 0.25
+# Close codes the page's script explains (and htmx does not retry).
+NOT_LOGGED_IN: Final = 4401
+BAD_REQUEST: Final = 4400
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    page: LivePage
+    follower: Follower
+    subscription: Subscription | None = None
+    pusher: asyncio.Task[None] | None = None
+
+    def make_page(self, query: dict[str, str]) -> LivePage:
+        raise NotImplementedError
+
+    async def connect(self) -> None:
+        # Accept first, then close with a code: a refused handshake reaches the
+        # browser as 1006, which the ws extension would retry for ever.
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=NOT_LOGGED_IN)
+            return
+        try:
+            self.page = self.make_page(dict(parse_qsl(self.scope.get("query_string", b"").decode())))
+        except InvalidInput:
+            await self.close(code=BAD_REQUEST)
+            return
+        self.follower = await Follower.shared(redis_url())
+        self.subscription = self.follower.subscribe(self.page.queues)
+        self.pusher = asyncio.create_task(self._push())
+
+    async def disconnect(self, code: int) -> None:
+        if self.pusher is not None:
+            self.pusher.cancel()
+        if self.subscription is not None:
+            self.subscription.close()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Live pages only listen; issue 4's actions arrive over HTTP."""
+
+    async def _push(self) -> None:
+        assert self.subscription is not None
+        try:
+            await self._send_all(await self._safely(self.page.full(self.follower)))
+            while True:
+                update = await self.subscription.next()
+                started = time.monotonic()
+                await self._send_all(await self._safely(self.page.changed(self.follower, update)))
+                await asyncio.sleep(max(MIN_INTERVAL_S, (time.monotonic() - started) * 4))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("a live page failed")
+            await self.close(code=1011)
+
+    async def _safely(self, work: Any) -> list[str]:
+        try:
+            return list(await work)
+        except EmqError:
+            # Redis went away mid-render; the follower has seen it too and its
+            # next update brings the banner.
+            return []
+
+    async def _send_all(self, messages: list[str]) -> None:
+        for message in messages:
+            if message:
+                await self.send(text_data=message)
+
+
+class OverviewConsumer(LiveConsumer):
+    def make_page(self, query: dict[str, str]) -> LivePage:
+        return OverviewPage()
+
+
+class QueueConsumer(LiveConsumer):
+    def make_page(self, query: dict[str, str]) -> LivePage:
+        name = validate_queue_name(query.get("q", ""))
+        return QueuePage(presenters.Window.from_query(name, query))
+
+
+class JobConsumer(LiveConsumer):
+    def make_page(self, query: dict[str, str]) -> LivePage:
+        return JobPage(validate_queue_name(query.get("q", "")), validate_job_id(query.get("id", "")))

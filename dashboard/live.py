@@ -1,0 +1,136 @@
+"""Live pages: which fragments of an open page to re-render when the follower reports a change.
+
+Each open page holds one WebSocket (see :mod:`dashboard.consumers`); its
+``LivePage`` says which queues it watches, renders every fragment once when it
+connects, and afterwards only the fragments that a change touches. The
+fragments are the page's own templates, sent with ``hx-swap-oob`` so that
+htmx's ws extension swaps each into place by id.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from queues import reads
+from queues.follower import Follower, Update, job_history
+from queues.reads import QueueStats
+
+from . import presenters
+
+
+def _render(template: str, context: dict[str, Any]) -> str:
+    return render_to_string(template, {**context, "oob": True})
+
+
+def _common(follower: Follower, now_ms: int, *, status: bool) -> str:
+    html = _render("dashboard/_clock.html", {"now_ms": now_ms or follower.now_ms})
+    if status:
+        html += _render("dashboard/_redis_status.html",
+                        {"redis_down": follower.up is False, "redis_error": follower.error})
+    return html
+
+
+class LivePage(ABC):
+    # The queues this page watches; None: every registered queue.
+    queues: frozenset[str] | None
+
+    @abstractmethod
+    async def full(self, follower: Follower) -> list[str]:
+        """Every live fragment of the page (on connect, and after Redis comes back)."""
+
+    @abstractmethod
+    async def changed(self, follower: Follower, update: Update) -> list[str]:
+        """The fragments this update touches (WebSocket messages; empty: nothing to send)."""
+
+
+class OverviewPage(LivePage):
+    queues = None
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+
+    def _names(self, follower: Follower) -> list[str]:
+        return list(follower.registered) or sorted(follower.stats)
+
+    def _rows(self, follower: Follower, names: list[str]) -> list[presenters.QueueRow]:
+        results: list[QueueStats | Exception] = [
+            follower.stats.get(n) or RuntimeError(follower.errors.get(n, "not read yet")) for n in names]
+        return presenters.queue_rows(names, results, follower.locations if follower.cluster else {},
+                                     follower.throughput, follower.now_ms)
+
+    def _summary(self, follower: Follower) -> str:
+        rows = self._rows(follower, self._names(follower))
+        chart = presenters.spark_for(follower.throughput, None, follower.now_ms, width=600, height=48)
+        return _render("dashboard/_overview_summary.html", {"totals": presenters.totals(rows, chart)})
+
+    def _table(self, follower: Follower) -> str:
+        names = self._names(follower)
+        self.shown = set(names)
+        return _render("dashboard/_overview_rows.html",
+                       {"rows": self._rows(follower, names), "cluster": follower.cluster})
+
+    async def full(self, follower: Follower) -> list[str]:
+        return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower)]
+
+    async def changed(self, follower: Follower, update: Update) -> list[str]:
+        messages = [_common(follower, 0, status=update.up is not None) + self._summary(follower)]
+        names = set(update.stats)
+        if update.tick:
+            names.update(follower.throughput.busy(follower.now_ms))
+        if update.up is True or any(n not in self.shown for n in names | set(update.queues_added)):
+            messages.append(self._table(follower))
+        elif names:
+            rows = self._rows(follower, sorted(names & self.shown))
+            # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
+            messages.append("".join(_render("dashboard/_overview_row.html", {"row": row, "cluster": follower.cluster})
+                                    for row in rows))
+        return messages
+
+
+class QueuePage(LivePage):
+    def __init__(self, window: presenters.Window) -> None:
+        self.window = window
+        self.queues = frozenset([window.queue])
+
+    async def full(self, follower: Follower) -> list[str]:
+        assert follower.mq is not None
+        stats, page = await follower.mq.run_many([reads.stats(self.window.queue),
+                                                  reads.page(self.window.queue, self.window.state, **self.window.where())])
+        if isinstance(stats, Exception) or isinstance(page, Exception):
+            return [_common(follower, 0, status=True)]
+        context = presenters.queue_context(self.window, stats, page, follower.throughput)
+        return [_common(follower, page.now_ms, status=True)
+                + _render("dashboard/_queue_summary.html", context)
+                + _render("dashboard/_queue_jobs.html", context)]
+
+    async def changed(self, follower: Follower, update: Update) -> list[str]:
+        if follower.up is False:
+            return [_common(follower, 0, status=True)] if update.up is not None else []
+        if update.changed(self.window.queue) or update.tick or update.up is not None:
+            return await self.full(follower)
+        return []
+
+
+class JobPage(LivePage):
+    def __init__(self, queue: str, job_id: str) -> None:
+        self.queue, self.job_id = queue, job_id
+        self.queues = frozenset([queue])
+
+    async def full(self, follower: Follower) -> list[str]:
+        assert follower.mq is not None
+        view = await follower.mq.run(reads.job(self.queue, self.job_id))
+        history = await job_history(follower.mq, self.queue, self.job_id)
+        detail = presenters.job_detail(view, history)
+        return [_common(follower, view.now_ms, status=True)
+                + _render("dashboard/_job_core.html", {"detail": detail})
+                + _render("dashboard/_job_history.html", {"detail": detail})]
+
+    async def changed(self, follower: Follower, update: Update) -> list[str]:
+        if follower.up is False:
+            return [_common(follower, 0, status=True)] if update.up is not None else []
+        if update.job_changed(self.queue, self.job_id) or update.up is not None:
+            return await self.full(follower)
+        return []

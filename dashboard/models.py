@@ -1,0 +1,18 @@
+"""The console keeps no jobs in its database: only who may act (and, later, what they did)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Console(models.Model):
+    """A table-less model that carries the console's custom permission.
+
+    Operators hold ``dashboard.act_on_jobs``; viewers do not. Issue 4's buttons
+    check it on every path.
+    """
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = [("act_on_jobs", "Can retry, recover, promote, cancel, delete and purge jobs")]

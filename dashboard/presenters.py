@@ -1,0 +1,356 @@
+"""What the templates show, built from what ``queues`` reads.
+
+Views (sync, per request) and the live consumer (async, per change) fetch in
+their own way and then build the same presenters, so a fragment pushed over
+the WebSocket is exactly the fragment the page was first rendered with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import urlencode
+
+from queues import STATES, EmqError
+from queues.follower import QueueLocation, Throughput
+from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
+
+PAGE_SIZES: Final = (20, 50, 100, 200)
+DEFAULT_PAGE_SIZE: Final = 50
+# Oldest first where work waits (pending by due time, active by lease
+# deadline); newest first where it has ended.
+DEFAULT_ORDER: Final = {"pending": "asc", "active": "asc", "done": "desc", "failed": "desc"}
+PAYLOAD_SHOWN: Final = 16 * 1024
+PAYLOAD_ALL: Final = 1024 * 1024
+
+
+def dom_id(prefix: str, name: str) -> str:
+    """An HTML id for any queue name or job id (they may hold any printable character)."""
+    return f"{prefix}-{name.encode().hex()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Spark:
+    """A throughput sparkline: moves per bucket, oldest first."""
+
+    counts: list[int]
+    bucket_s: int
+    width: int = 120
+    height: int = 22
+
+    @property
+    def peak(self) -> int:
+        return max(self.counts, default=0)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def rate(self) -> float:
+        """Moves per second over the last two whole buckets."""
+        whole = self.counts[-3:-1]
+        return sum(whole) / (len(whole) * self.bucket_s) if whole else 0.0
+
+    @property
+    def points(self) -> str:
+        if not self.counts:
+            return ""
+        peak = self.peak or 1
+        step = self.width / max(len(self.counts) - 1, 1)
+        return " ".join(f"{i * step:.1f},{self.height - 1 - (c / peak) * (self.height - 2):.1f}"
+                        for i, c in enumerate(self.counts))
+
+    @property
+    def bars(self) -> list[tuple[float, float, float, int]]:
+        """(x, y, height, count) per bucket, for the bigger bar chart."""
+        peak = self.peak or 1
+        width = self.width / max(len(self.counts), 1)
+        out = []
+        for i, c in enumerate(self.counts):
+            h = (c / peak) * (self.height - 1)
+            out.append((round(i * width, 1), round(self.height - h, 1), round(h, 1), c))
+        return out
+
+    @property
+    def bar_width(self) -> float:
+        return round(self.width / max(len(self.counts), 1) - 1, 1)
+
+
+def spark_for(throughput: Throughput | None, queue: str | None, now_ms: int, **size: int) -> Spark | None:
+    if throughput is None:
+        return None
+    counts = throughput.total_series(now_ms) if queue is None else throughput.series(queue, now_ms)
+    return Spark(counts, throughput.bucket_s, **size)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    name: str
+    stats: QueueStats | None
+    error: str = ""
+    location: QueueLocation | None = None
+    spark: Spark | None = None
+
+    @property
+    def dom_id(self) -> str:
+        return dom_id("q", self.name)
+
+
+def queue_rows(names: Sequence[str], results: Sequence[QueueStats | Exception],
+               locations: Mapping[str, QueueLocation], throughput: Throughput | None, now_ms: int) -> list[QueueRow]:
+    rows = []
+    for name, result in zip(names, results):
+        if isinstance(result, QueueStats):
+            rows.append(QueueRow(name, result, "", locations.get(name), spark_for(throughput, name, now_ms)))
+        else:
+            rows.append(QueueRow(name, None, _describe(result), locations.get(name)))
+    return rows
+
+
+def _describe(error: Exception) -> str:
+    return str(error) if isinstance(error, EmqError) else f"{type(error).__name__}: {error}"
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    queues: int
+    counts: dict[str, int]
+    due: int
+    delayed: int
+    lapsed: int
+    unavailable: int
+    spark: Spark | None
+
+
+def totals(rows: Sequence[QueueRow], spark: Spark | None) -> Totals:
+    counts = dict.fromkeys(STATES, 0)
+    due = delayed = lapsed = unavailable = 0
+    for row in rows:
+        if row.stats is None:
+            unavailable += 1
+            continue
+        for state in STATES:
+            counts[state] += row.stats.counts[state]
+        due += row.stats.due
+        delayed += row.stats.delayed
+        lapsed += row.stats.lapsed
+    return Totals(len(rows), counts, due, delayed, lapsed, unavailable, spark)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Which slice of a state a queue page shows: a cursor (or offset), an order and a size."""
+
+    queue: str
+    state: str
+    order: str
+    limit: int
+    after: str | None = None
+    before: str | None = None
+    offset: int | None = None
+
+    @classmethod
+    def from_query(cls, queue: str, query: Mapping[str, str]) -> Window:
+        state = query.get("state", "pending")
+        state = state if state in STATES else "pending"
+        order = query.get("order") or DEFAULT_ORDER[state]
+        try:
+            limit = int(query.get("limit", DEFAULT_PAGE_SIZE))
+        except ValueError:
+            limit = DEFAULT_PAGE_SIZE
+        limit = limit if limit in PAGE_SIZES else DEFAULT_PAGE_SIZE
+        offset_text = query.get("offset", "")
+        offset = int(offset_text) if offset_text.isdigit() else None
+        after, before = query.get("after") or None, query.get("before") or None
+        if after:
+            before = offset = None
+        elif before:
+            offset = None
+        return cls(queue, state, order, limit, after, before, offset)
+
+    def where(self) -> dict[str, object]:
+        """Keyword arguments for ``EchoMQ.page``."""
+        where: dict[str, object] = {"order": self.order, "limit": self.limit}
+        if self.after:
+            where["after"] = self.after
+        elif self.before:
+            where["before"] = self.before
+        elif self.offset:
+            where["offset"] = self.offset
+        return where
+
+    def query(self, **changes: object) -> str:
+        params: dict[str, object] = {"q": self.queue, "state": self.state}
+        if self.order != DEFAULT_ORDER[self.state]:
+            params["order"] = self.order
+        if self.limit != DEFAULT_PAGE_SIZE:
+            params["limit"] = self.limit
+        params.update(changes)
+        return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+    def live_query(self) -> str:
+        return self.query(after=self.after, before=self.before, offset=self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class JobLine:
+    row: JobRow
+    state: str
+    now_ms: int
+    payload_text: str
+    payload_is_bytes: bool
+    warnings: list[str]
+
+    @property
+    def dom_id(self) -> str:
+        return dom_id("j", self.row.id)
+
+    @property
+    def is_delayed(self) -> bool:
+        return self.state == "pending" and self.row.score > self.now_ms
+
+    @property
+    def is_lapsed(self) -> bool:
+        return self.state == "active" and self.row.score < self.now_ms
+
+    @property
+    def payload_cut(self) -> bool:
+        return self.row.payload_length > len(self.row.payload_head)
+
+
+def job_lines(page: Page) -> list[JobLine]:
+    lines = []
+    for row in page.rows:
+        warnings = []
+        if not row.exists:
+            warnings.append("its hash does not exist")
+        elif row.state != page.state:
+            warnings.append(f"its hash says state {row.state or '(none)'!r}")
+        if row.exists and row.attempts and not row.attempts.isdigit():
+            warnings.append(f"attempts is not a number: {row.attempts!r}")
+        try:
+            text, is_bytes = row.payload_head.decode(), False
+        except UnicodeDecodeError as error:
+            # A head cut inside a multi-byte character is still text.
+            if error.start >= len(row.payload_head) - 3 and row.payload_length > len(row.payload_head):
+                text, is_bytes = row.payload_head[:error.start].decode(errors="replace"), False
+            else:
+                text, is_bytes = row.payload_head[:48].hex(" "), True
+        lines.append(JobLine(row, page.state, page.now_ms, text, is_bytes, warnings))
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Pager:
+    window: Window
+    page: Page
+
+    @property
+    def first_position(self) -> int:
+        return self.page.start + 1 if self.page.rows else 0
+
+    @property
+    def last_position(self) -> int:
+        return self.page.start + len(self.page.rows)
+
+    @property
+    def newer_query(self) -> str | None:
+        if self.page.start <= 0 or not self.page.rows:
+            return None
+        return self.window.query(before=self.page.rows[0].cursor)
+
+    @property
+    def older_query(self) -> str | None:
+        if not self.page.has_more or not self.page.rows:
+            return None
+        return self.window.query(after=self.page.rows[-1].cursor)
+
+    @property
+    def first_query(self) -> str:
+        return self.window.query()
+
+    @property
+    def last_query(self) -> str | None:
+        if not self.page.has_more:
+            return None
+        return self.window.query(offset=max(self.page.total - self.window.limit, 0))
+
+    @property
+    def flip_query(self) -> str:
+        flipped = "desc" if self.window.order == "asc" else "asc"
+        return self.window.query(order=flipped)
+
+
+def tab_counts(stats: QueueStats | None) -> dict[str, int | None]:
+    return {state: (stats.counts[state] if stats else None) for state in STATES}
+
+
+def queue_context(window: Window, stats: QueueStats, page: Page, throughput: Throughput | None) -> dict[str, object]:
+    """Everything the queue page's fragments show (the summary and the jobs table)."""
+    return {"window": window, "stats": stats, "page": page, "now_ms": page.now_ms,
+            "lines": job_lines(page), "pager": Pager(window, page), "tabs": tab_counts(stats),
+            "spark": spark_for(throughput, window.queue, stats.now_ms, width=240, height=28)}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldLine:
+    name: str
+    text: str
+    time_ms: int | None = None
+
+
+# Fields that hold a server time in ms, as the scripts write them.
+TIME_FIELDS: Final = frozenset({"created_at", "claimed_at", "finished_at"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobDetail:
+    view: JobView
+    history: list[Event]
+    history_error: str = ""
+    full_payload: bool = False
+    core: list[FieldLine] = field(default_factory=list)
+    optional: list[FieldLine] = field(default_factory=list)
+
+    @property
+    def dom_id(self) -> str:
+        return dom_id("job", self.view.id)
+
+    @property
+    def payload(self) -> tuple[str, str, bool]:
+        return payload_preview(self.view.payload, PAYLOAD_ALL if self.full_payload else PAYLOAD_SHOWN)
+
+    @property
+    def payload_length(self) -> int:
+        return len(self.view.payload)
+
+    @property
+    def sets(self) -> list[tuple[str, int]]:
+        return list(self.view.scores.items())
+
+    @property
+    def is_lapsed(self) -> bool:
+        left = self.view.lease_left_ms
+        return left is not None and left < 0
+
+    @property
+    def state_tab(self) -> str:
+        return self.view.state if self.view.state in STATES else "pending"
+
+    @property
+    def due_ms(self) -> int | None:
+        return self.view.scores.get("pending")
+
+
+def job_detail(view: JobView, history: list[Event], *, history_error: str = "", full_payload: bool = False) -> JobDetail:
+    core = [FieldLine(name, view.text(name) if name in view.fields else "(missing)") for name in ("state", "attempts")]
+    optional = []
+    for name in sorted(view.fields):
+        if name in ("state", "attempts", "payload"):
+            continue
+        text = view.text(name)
+        time_ms = int(text) if name in TIME_FIELDS and text.isdigit() else None
+        optional.append(FieldLine(name, text, time_ms))
+    return JobDetail(view, list(reversed(history)), history_error, full_payload, core, optional)

@@ -1,0 +1,42 @@
+"""The two roles: viewers see everything and change nothing; operators may act."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
+
+from .models import Console
+
+OPERATORS: Final = "operators"
+VIEWERS: Final = "viewers"
+ACT_PERMISSION: Final = "dashboard.act_on_jobs"
+
+
+def ensure_roles() -> tuple[Group, Group]:
+    """Creates the groups (and the permission, before post_migrate has run) if missing."""
+    content_type = ContentType.objects.get_for_model(Console, for_concrete_model=False)
+    act, _ = Permission.objects.get_or_create(
+        codename="act_on_jobs", content_type=content_type,
+        defaults={"name": "Can retry, recover, promote, cancel, delete and purge jobs"},
+    )
+    operators, _ = Group.objects.get_or_create(name=OPERATORS)
+    operators.permissions.add(act)
+    viewers, _ = Group.objects.get_or_create(name=VIEWERS)
+    return operators, viewers
+
+
+def user_create(*, username: str, password: str, role: str) -> User:
+    """Creates or resets a console user in the given role (``operators`` or ``viewers``)."""
+    operators, viewers = ensure_roles()
+    group = {OPERATORS: operators, VIEWERS: viewers}[role]
+    user, _ = User.objects.get_or_create(username=username)
+    user.set_password(password)
+    user.save()
+    user.groups.set([group])
+    return user
+
+
+def can_act(user: AbstractBaseUser) -> bool:
+    return bool(user.is_authenticated and user.has_perm(ACT_PERMISSION))

@@ -1,0 +1,62 @@
+"""The console's one door to Redis: a shared EchoMQ client per URL, and errors as values.
+
+Views call the functions here (or the client's reads) and never send a Redis
+command themselves; anything that goes wrong on the way to Redis comes back
+as :class:`queues.Unavailable`, which the views render as a banner.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import redis
+from django.conf import settings
+
+from queues import EchoMQ, Unavailable
+from queues.follower import Follower
+
+T = TypeVar("T")
+
+# Short enough that a page answers (with a banner) well before a browser gives up.
+SOCKET_TIMEOUT_S = 2.0
+
+_clients: dict[str, EchoMQ] = {}
+_lock = threading.Lock()
+
+
+def redis_url() -> str:
+    return str(settings.EMQ_REDIS_URL)
+
+
+def emq() -> EchoMQ:
+    url = redis_url()
+    client = _clients.get(url)
+    if client is None:
+        with _lock:
+            client = _clients.get(url)
+            if client is None:
+                try:
+                    client = EchoMQ.from_url(url, actor="console", socket_timeout=SOCKET_TIMEOUT_S)
+                except (redis.exceptions.RedisError, OSError) as error:
+                    raise Unavailable(f"redis unreachable at {url}: {error}") from error
+                _clients[url] = client
+    return client
+
+
+def read(call: Callable[[EchoMQ], T]) -> T:
+    """Runs one read, turning every way of not reaching Redis into :class:`Unavailable`."""
+    try:
+        return call(emq())
+    except Unavailable:
+        raise
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as error:
+        raise Unavailable(f"redis unreachable: {error}") from error
+    except redis.exceptions.ClusterError as error:
+        raise Unavailable(f"redis cluster unavailable: {error}") from error
+
+
+def live_follower() -> Follower | None:
+    """This process's follower, when a live page has started one (under daphne)."""
+    return Follower.running(redis_url())

@@ -1,0 +1,47 @@
+"""Small filters for times and durations (the browser ticks them; these are the first render)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def duration(ms: int | float | None) -> str:
+    """``1.2 s``, ``45 s``, ``3m 05s``, ``2h 10m``, ``3d 4h`` (the same as console.js writes)."""
+    if ms is None:
+        return ""
+    ms = abs(float(ms))
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    minutes, seconds = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+@register.filter
+def server_time(ms: int | None) -> str:
+    """A server time in ms as UTC, to the millisecond."""
+    if ms is None:
+        return ""
+    try:
+        moment = datetime.fromtimestamp(int(ms) / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
+@register.filter
+def minus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else int(a) - int(b)

@@ -1,0 +1,155 @@
+"""The console's pages. Each view parses the request, reads through ``queues``, renders.
+
+A page that cannot reach Redis answers 503 with a banner (never a 500); a bad
+queue name, id or cursor answers 400 with what was wrong, in words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET
+
+from queues import InvalidInput, Unavailable, reads, validate_job_id, validate_queue_name
+from queues.connection import is_cluster_client
+from queues.follower import find_job, queue_location
+from queues.reads import QueueStats
+
+from . import presenters
+from .services import emq, live_follower, read
+
+
+def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
+    return render(request, template, {**context, "redis_down": True, "redis_error": str(error)}, status=503)
+
+
+def _bad_input(request: HttpRequest, error: InvalidInput, context: dict[str, Any]) -> HttpResponse:
+    return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
+
+
+def _wants_fragment(request: HttpRequest, target: str) -> bool:
+    return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
+
+
+@require_GET
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    name_filter = request.GET.get("filter", "").strip()
+    context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0}
+    try:
+        names = read(lambda mq: mq.queues())
+        if name_filter:
+            names = [n for n in names if name_filter.lower() in n.lower()]
+        results = read(lambda mq: mq.stats_many(names)) if names else []
+        client = emq().redis
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/overview.html", error, context)
+    now_ms = max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0)
+    follower = live_follower()
+    throughput = follower.throughput if follower else None
+    cluster = is_cluster_client(client)
+    locations = {n: queue_location(client, n) for n in names} if cluster else {}
+    rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
+    chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
+    context.update(rows=rows, totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
+    if _wants_fragment(request, "overview-rows"):
+        return render(request, "dashboard/_overview_rows.html", context)
+    return render(request, "dashboard/overview.html", context)
+
+
+@require_GET
+@login_required
+def queue_detail(request: HttpRequest) -> HttpResponse:
+    name = request.GET.get("q", "")
+    context: dict[str, Any] = {"queue": name, "now_ms": 0}
+    try:
+        validate_queue_name(name)
+        window = presenters.Window.from_query(name, request.GET)
+        context["window"] = window
+        stats, page = read(lambda mq: mq.run_many([reads.stats(name), reads.page(name, window.state, **window.where())]))
+        for result in (stats, page):
+            if isinstance(result, Exception):
+                raise result
+    except InvalidInput as error:
+        return _bad_input(request, error, context)
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/queue.html", error, context)
+    follower = live_follower()
+    context.update(presenters.queue_context(window, stats, page, follower.throughput if follower else None))
+    if _wants_fragment(request, "queue-jobs"):
+        return render(request, "dashboard/_queue_jobs.html", context)
+    return render(request, "dashboard/queue.html", context)
+
+
+def _job_params(request: HttpRequest) -> tuple[str, str]:
+    return validate_queue_name(request.GET.get("q", "")), validate_job_id(request.GET.get("id", ""))
+
+
+@require_GET
+@login_required
+def job_detail(request: HttpRequest) -> HttpResponse:
+    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
+    try:
+        name, job_id = _job_params(request)
+        view = read(lambda mq: mq.job(name, job_id))
+    except InvalidInput as error:
+        return _bad_input(request, error, context)
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/job.html", error, context)
+    try:
+        history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
+    except Unavailable as error:
+        history, history_error = [], str(error)
+    detail = presenters.job_detail(view, history, history_error=history_error, full_payload=request.GET.get("full") == "1")
+    context.update(detail=detail, now_ms=view.now_ms)
+    status = 200 if view.exists else 404
+    if _wants_fragment(request, "job-core"):
+        return render(request, "dashboard/_job_core.html", context, status=status)
+    return render(request, "dashboard/job.html", context, status=status)
+
+
+@require_GET
+@login_required
+def job_payload(request: HttpRequest) -> HttpResponse:
+    """The whole payload as a download: never rendered by the browser, whatever it holds."""
+    try:
+        name, job_id = _job_params(request)
+        view = read(lambda mq: mq.job(name, job_id))
+    except InvalidInput as error:
+        return _bad_input(request, error, {"now_ms": 0})
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/bad_input.html", error, {"message": "", "now_ms": 0})
+    if not view.exists:
+        return render(request, "dashboard/bad_input.html", {"message": f"job {job_id} does not exist in {name}",
+                                                            "now_ms": view.now_ms}, status=404)
+    response = HttpResponse(view.payload, content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{job_id.encode().hex()[:64]}.payload"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+@login_required
+def find(request: HttpRequest) -> HttpResponse:
+    job_id = request.GET.get("id", "").strip()
+    queue = request.GET.get("q", "").strip()
+    context: dict[str, Any] = {"job_id": job_id, "queue": queue, "found": None, "now_ms": 0}
+    if not job_id:
+        return render(request, "dashboard/find.html", context)
+    try:
+        validate_job_id(job_id)
+        names = [validate_queue_name(queue)] if queue else read(lambda mq: mq.queues())
+        found = read(lambda mq: find_job(mq, job_id, names))
+    except InvalidInput as error:
+        return render(request, "dashboard/find.html", {**context, "message": str(error)}, status=400)
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/find.html", error, context)
+    if len(found) == 1:
+        return redirect(f"{reverse('job')}?{urlencode({'q': found[0], 'id': job_id})}")
+    context["found"] = found
+    return render(request, "dashboard/find.html", context, status=200 if found else 404)

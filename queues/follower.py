@@ -1,0 +1,524 @@
+"""The console's live view of the emq keyspace: one follower per process.
+
+A follower reads the event stream of every queue that an open page watches
+(``XREAD`` from the last id it saw), polls the queues' counts as a safety net
+(a client that writes no event, a raw ``redis-cli`` command, a lease that
+lapses or a delayed job that falls due), and hands each change, coalesced, to
+its subscribers in the same process. Several console processes each run their
+own follower against Redis itself, so no message bus sits between processes
+and nothing here needs a pub/sub channel, which a Redis Cluster could not
+route for queues on different nodes.
+
+Counts are never added up from events: every change is confirmed by a
+``stats`` read (one script, one instant), so a lost event, a trimmed stream or
+a Redis restart can delay a count by one poll but never make it wrong. Events
+say *which* jobs changed and feed the throughput chart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+import redis
+import redis.exceptions
+from redis.crc import key_slot
+
+from . import reads
+from .client import AsyncEchoMQ, EchoMQ
+from .connection import AsyncClient, SyncClient, connect_async, is_cluster_client, is_cluster_url
+from .errors import EmqError, Unavailable
+from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id
+from .moves import _text
+from .reads import QueueStats
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL_S: Final = 0.5
+PUBLISH_INTERVAL_S: Final = 0.2
+REGISTRY_INTERVAL_S: Final = 2.0
+RETRY_S: Final = 0.5
+BLOCK_MS: Final = 500
+CLUSTER_READ_INTERVAL_S: Final = 0.1
+EVENT_BATCH: Final = 1000
+CHUNK: Final = 500
+# Beyond this many changed ids per publish, a page is told "any job may have changed".
+MAX_TRACKED_IDS: Final = 500
+
+_UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                       redis.exceptions.ClusterError, OSError, Unavailable)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLocation:
+    """Where a queue lives: its hash slot, and on a cluster the primary that owns it."""
+
+    slot: int
+    node: str
+
+
+def queue_location(client: SyncClient | AsyncClient, queue: str) -> QueueLocation:
+    prefix = QueueKeys(queue).prefix
+    node = ""
+    if is_cluster_client(client):
+        owner = client.get_node_from_key(prefix)  # type: ignore[union-attr]
+        node = f"{owner.host}:{owner.port}" if owner is not None else "?"
+    return QueueLocation(key_slot(prefix.encode()), node)
+
+
+def find_job(mq: EchoMQ, job_id: str, queues: Iterable[str]) -> list[str]:
+    """The queues (of ``queues``) that hold a job with this id: one pipelined EXISTS per queue."""
+    job_id = validate_job_id(job_id)
+    names = list(queues)
+    found: list[str] = []
+    try:
+        for start in range(0, len(names), CHUNK):
+            chunk = names[start:start + CHUNK]
+            pipe = mq.redis.pipeline(transaction=False)
+            for name in chunk:
+                pipe.exists(QueueKeys(name).job(job_id))
+            found += [name for name, hit in zip(chunk, pipe.execute()) if hit]
+    except _UNREACHABLE as error:
+        raise Unavailable(f"redis unreachable: {error}") from error
+    return found
+
+
+class Throughput:
+    """Moves per bucket of server time, per queue and in total, over the last few minutes."""
+
+    def __init__(self, *, bucket_s: int = 5, buckets: int = 60) -> None:
+        self.bucket_s = bucket_s
+        self.buckets = buckets
+        self._per_queue: dict[str, dict[int, int]] = {}
+        self._total: dict[int, int] = {}
+
+    def _bucket(self, ms: int) -> int:
+        return ms // (self.bucket_s * 1000)
+
+    def add(self, queue: str, ms: int, n: int = 1) -> None:
+        bucket = self._bucket(ms)
+        counts = self._per_queue.setdefault(queue, {})
+        counts[bucket] = counts.get(bucket, 0) + n
+        self._total[bucket] = self._total.get(bucket, 0) + n
+
+    def _series(self, counts: dict[int, int], now_ms: int) -> list[int]:
+        last = self._bucket(now_ms)
+        return [counts.get(b, 0) for b in range(last - self.buckets + 1, last + 1)]
+
+    def series(self, queue: str, now_ms: int) -> list[int]:
+        return self._series(self._per_queue.get(queue, {}), now_ms)
+
+    def total_series(self, now_ms: int) -> list[int]:
+        return self._series(self._total, now_ms)
+
+    def busy(self, now_ms: int) -> list[str]:
+        oldest = self._bucket(now_ms) - self.buckets
+        return [q for q, counts in list(self._per_queue.items()) if any(b > oldest for b in list(counts))]
+
+    def prune(self, now_ms: int) -> None:
+        oldest = self._bucket(now_ms) - self.buckets
+        for counts in [*self._per_queue.values(), self._total]:
+            for bucket in [b for b in counts if b <= oldest]:
+                del counts[bucket]
+
+
+@dataclass
+class Update:
+    """What changed since the last update a subscriber took (merged, never queued)."""
+
+    stats: dict[str, QueueStats] = field(default_factory=dict)
+    # Changed job ids per queue; None: any job of that queue may have changed.
+    jobs: dict[str, set[str] | None] = field(default_factory=dict)
+    queues_added: list[str] = field(default_factory=list)
+    up: bool | None = None
+    error: str = ""
+    tick: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.stats or self.jobs or self.queues_added or self.up is not None or self.tick)
+
+    def touch(self, queue: str, ids: set[str] | None) -> None:
+        if ids is None:
+            self.jobs[queue] = None
+        elif queue not in self.jobs:
+            self.jobs[queue] = set(ids)
+        else:
+            known = self.jobs[queue]
+            if known is not None:
+                known |= ids
+                if len(known) > MAX_TRACKED_IDS:
+                    self.jobs[queue] = None
+
+    def merge(self, other: Update) -> None:
+        self.stats.update(other.stats)
+        for queue, ids in other.jobs.items():
+            self.touch(queue, ids)
+        self.queues_added += [q for q in other.queues_added if q not in self.queues_added]
+        if other.up is not None:
+            self.up, self.error = other.up, other.error
+        self.tick = self.tick or other.tick
+
+    def only(self, queues: frozenset[str]) -> Update:
+        return Update({q: s for q, s in self.stats.items() if q in queues},
+                      {q: (None if ids is None else set(ids)) for q, ids in self.jobs.items() if q in queues},
+                      [], self.up, self.error, self.tick)
+
+    def changed(self, queue: str) -> bool:
+        return queue in self.stats or queue in self.jobs
+
+    def job_changed(self, queue: str, job_id: str) -> bool:
+        if queue not in self.jobs:
+            return False
+        ids = self.jobs[queue]
+        return ids is None or job_id in ids
+
+
+class Subscription:
+    """One page's interest: some queues, or every registered queue (``queues=None``)."""
+
+    def __init__(self, follower: Follower, queues: frozenset[str] | None) -> None:
+        self.follower = follower
+        self.queues = queues
+        self._pending = Update()
+        self._ready = asyncio.Event()
+
+    def offer(self, update: Update) -> None:
+        part = update if self.queues is None else update.only(self.queues)
+        if part:
+            self._pending.merge(part)
+            self._ready.set()
+
+    async def next(self) -> Update:
+        await self._ready.wait()
+        self._ready.clear()
+        update, self._pending = self._pending, Update()
+        return update
+
+    def close(self) -> None:
+        self.follower.unsubscribe(self)
+
+
+def _stream_id(text: str) -> tuple[int, int]:
+    ms, _, seq = text.partition("-")
+    return int(ms or 0), int(seq or 0)
+
+
+def _signature(s: QueueStats) -> tuple[Any, ...]:
+    return (tuple(s.counts.values()), s.due, s.lapsed, s.oldest_due_ms, s.next_due_ms, s.last_event_id)
+
+
+class Follower:
+    """Follows the queues that this process's open pages watch. Start it with :meth:`shared`."""
+
+    _instances: ClassVar[dict[str, Follower]] = {}
+
+    def __init__(self, url: str, *, poll_interval_s: float = POLL_INTERVAL_S,
+                 publish_interval_s: float = PUBLISH_INTERVAL_S, block_ms: int = BLOCK_MS) -> None:
+        self.url = url
+        self.poll_interval_s = poll_interval_s
+        self.publish_interval_s = publish_interval_s
+        self.block_ms = block_ms
+        # None until the first answer; then whether Redis answered the last call.
+        self.up: bool | None = None
+        self.error = ""
+        self.now_ms = 0
+        self.stats: dict[str, QueueStats] = {}
+        self.errors: dict[str, str] = {}
+        self.locations: dict[str, QueueLocation] = {}
+        self.registered: list[str] = []
+        self.throughput = Throughput()
+        self.mq: AsyncEchoMQ | None = None
+        self.cluster = False
+        self._reader: AsyncClient | None = None
+        self._subs: set[Subscription] = set()
+        self._positions: dict[str, str] = {}
+        self._pending = Update()
+        self._dirty: set[str] = set()
+        self._wake = asyncio.Event()
+        self._poll_now = asyncio.Event()
+        self._last_publish = 0.0
+        self._last_bucket = 0
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # Lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def shared(cls, url: str) -> Follower:
+        """This process's follower for ``url``, started on first use."""
+        loop = asyncio.get_running_loop()
+        follower = cls._instances.get(url)
+        if follower is None or follower._loop is not loop or not follower.running_now:
+            follower = cls(url)
+            follower.start()
+            cls._instances[url] = follower
+        return follower
+
+    @classmethod
+    def running(cls, url: str) -> Follower | None:
+        follower = cls._instances.get(url)
+        return follower if follower is not None and follower.running_now else None
+
+    @classmethod
+    async def stop_all(cls) -> None:
+        for follower in list(cls._instances.values()):
+            if follower._loop is asyncio.get_running_loop():
+                await follower.stop()
+        cls._instances.clear()
+
+    @property
+    def running_now(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(self._run(), name=f"emq-follower {self.url}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for client in (self.mq.redis if self.mq else None, self._reader):
+            if client is not None:
+                try:
+                    await client.aclose()
+                except Exception:  # a client of a server that is gone may fail to close
+                    log.debug("closing a redis client failed", exc_info=True)
+
+    # Subscribers -----------------------------------------------------------
+
+    def subscribe(self, queues: Iterable[str] | None = None) -> Subscription:
+        sub = Subscription(self, None if queues is None else frozenset(queues))
+        self._subs.add(sub)
+        self._poll_now.set()
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self._subs.discard(sub)
+
+    def followed(self) -> list[str]:
+        names: set[str] = set()
+        every = False
+        for sub in list(self._subs):
+            if sub.queues is None:
+                every = True
+            else:
+                names |= sub.queues
+        if every:
+            names.update(self.registered)
+        return sorted(names)
+
+    # The loops -------------------------------------------------------------
+
+    async def _run(self) -> None:
+        await self._connect()
+        await asyncio.gather(self._poll_loop(), self._read_loop(), self._publish_loop())
+
+    async def _connect(self) -> None:
+        while True:
+            try:
+                self.cluster = await asyncio.to_thread(is_cluster_url, self.url, 2.0)
+                break
+            except (redis.exceptions.RedisError, OSError) as error:
+                self._set_down(error)
+                await asyncio.sleep(RETRY_S)
+        self.mq = AsyncEchoMQ.from_url(self.url, actor="console", socket_timeout=2.0, cluster=self.cluster)
+        # XREAD BLOCK holds its connection for block_ms: its timeout must be longer.
+        self._reader = connect_async(self.url, socket_timeout=self.block_ms / 1000 + 3.0, cluster=self.cluster)
+
+    async def _poll_loop(self) -> None:
+        next_registry = 0.0
+        while True:
+            started = time.monotonic()
+            self._poll_now.clear()
+            try:
+                if started >= next_registry and any(s.queues is None for s in list(self._subs)):
+                    await self._refresh_registry()
+                    next_registry = started + REGISTRY_INTERVAL_S
+                await self._fetch_stats(self.followed(), from_poll=True)
+            except _UNREACHABLE as error:
+                self._set_down(error)
+            except Exception:  # the loop must outlive anything odd Redis answers
+                log.exception("the follower's poll failed")
+            self._roll_buckets()
+            try:
+                await asyncio.wait_for(self._poll_now.wait(),
+                                       max(0.05, self.poll_interval_s - (time.monotonic() - started)))
+            except TimeoutError:
+                pass
+
+    async def _read_loop(self) -> None:
+        while True:
+            streams = {QueueKeys(q).events: self._positions[q] for q in self.followed() if q in self._positions}
+            if not streams or not self.up:
+                await asyncio.sleep(0.05)
+                continue
+            try:
+                replies = await self._read(streams)
+            except _UNREACHABLE as error:
+                self._set_down(error)
+                await asyncio.sleep(RETRY_S)
+                continue
+            except redis.exceptions.ResponseError as error:
+                log.warning("reading events failed: %s", error)
+                await asyncio.sleep(1.0)
+                continue
+            if replies:
+                self._absorb_events(replies)
+            elif self.cluster:
+                await asyncio.sleep(CLUSTER_READ_INTERVAL_S)
+
+    async def _read(self, streams: dict[str, str]) -> list[Any]:
+        assert self._reader is not None
+        if not self.cluster:
+            return list(await self._reader.xread(streams, count=EVENT_BATCH, block=self.block_ms) or [])
+        # A cluster cannot XREAD keys of different slots in one call (and cannot
+        # block on several nodes at once): one non-blocking read per queue,
+        # pipelined per node, every CLUSTER_READ_INTERVAL_S.
+        replies: list[Any] = []
+        items = list(streams.items())
+        for start in range(0, len(items), CHUNK):
+            pipe = self._reader.pipeline()
+            for key, position in items[start:start + CHUNK]:
+                pipe.xread({key: position}, count=EVENT_BATCH)
+            for reply in await pipe.execute():
+                replies += reply or []
+        return replies
+
+    async def _publish_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            wait = self._last_publish + self.publish_interval_s - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._wake.clear()
+            dirty, self._dirty = self._dirty, set()
+            if dirty and self.up:
+                try:
+                    await self._fetch_stats(sorted(dirty), from_poll=False)
+                except _UNREACHABLE as error:
+                    self._set_down(error)
+            update, self._pending = self._pending, Update()
+            self._last_publish = time.monotonic()
+            for sub in list(self._subs):
+                sub.offer(update)
+
+    # What the loops learn --------------------------------------------------
+
+    async def _refresh_registry(self) -> None:
+        assert self.mq is not None
+        names = sorted({_text(n) async for n in self.mq.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
+        added = [n for n in names if n not in set(self.registered)]
+        if self.registered and added:
+            self._pending.queues_added += added
+            self._wake.set()
+        self.registered = names
+
+    async def _fetch_stats(self, queues: list[str], *, from_poll: bool) -> None:
+        assert self.mq is not None
+        for start in range(0, len(queues), CHUNK):
+            chunk = queues[start:start + CHUNK]
+            seen = {q: self._positions.get(q) for q in chunk}
+            results = await self.mq.run_many([reads.stats(q) for q in chunk])
+            if from_poll and start == 0:
+                self._set_up()
+                seen = {q: self._positions.get(q) for q in chunk}
+            for queue, result in zip(chunk, results):
+                if isinstance(result, QueueStats):
+                    self._absorb_stats(queue, result, seen[queue], from_poll)
+                elif isinstance(result, _UNREACHABLE):
+                    raise result
+                else:
+                    self.errors[queue] = str(result) if isinstance(result, EmqError) else repr(result)
+        if not queues and from_poll:
+            await self.mq.redis.ping()
+            self._set_up()
+
+    def _absorb_stats(self, queue: str, stats: QueueStats, seen: str | None, from_poll: bool) -> None:
+        previous = self.stats.get(queue)
+        self.stats[queue] = stats
+        self.errors.pop(queue, None)
+        self.now_ms = max(self.now_ms, stats.now_ms)
+        if queue not in self.locations and self.mq is not None:
+            self.locations[queue] = queue_location(self.mq.redis, queue)
+        last = stats.last_event_id
+        if seen is None or (not last and seen != "0-0") or (last and _stream_id(last) < _stream_id(seen)):
+            # New to us, or the stream is younger than our position (FLUSHALL,
+            # a restart without persistence, a deleted stream): start at its end.
+            self._positions[queue] = last or "0-0"
+            if seen is not None:
+                self._pending.touch(queue, None)
+        if previous is None or _signature(previous) != _signature(stats):
+            self._pending.stats[queue] = stats
+            if from_poll and previous is not None and previous.last_event_id == last:
+                # Changed without an event: a writer that emits none, or time
+                # (a lease lapsed, a delayed job fell due). Any job may differ.
+                self._pending.touch(queue, None)
+            self._wake.set()
+
+    def _absorb_events(self, replies: list[Any]) -> None:
+        for key, entries in replies:
+            if not entries:
+                continue
+            queue = _text(key)[5:-len("}:events")]
+            ids: set[str] = set()
+            for entry_id, data in entries:
+                self.throughput.add(queue, _stream_id(_text(entry_id))[0])
+                job_id = data.get(b"id") or data.get("id")
+                if job_id:
+                    ids.add(_text(job_id))
+            self._positions[queue] = _text(entries[-1][0])
+            # A full batch: we may be far behind (the stream is capped, so
+            # some events may be gone). Say "anything may have changed"; the
+            # counts are re-read below either way.
+            self._pending.touch(queue, None if len(entries) >= EVENT_BATCH else ids)
+            self._dirty.add(queue)
+        self._wake.set()
+
+    def _roll_buckets(self) -> None:
+        bucket = self.now_ms // (self.throughput.bucket_s * 1000)
+        if bucket != self._last_bucket:
+            self._last_bucket = bucket
+            self.throughput.prune(self.now_ms)
+            self._pending.tick = True
+            self._wake.set()
+
+    def _set_down(self, error: BaseException) -> None:
+        message = str(error) or type(error).__name__
+        if self.up is not False:
+            log.warning("redis unreachable at %s: %s", self.url, message)
+            self.up, self.error = False, message
+            self._pending.up, self._pending.error = False, message
+            self._wake.set()
+
+    def _set_up(self) -> None:
+        if self.up is True:
+            return
+        was_down = self.up is False
+        self.up, self.error = True, ""
+        self._pending.up, self._pending.error = True, ""
+        if was_down:
+            # Whatever happened while we could not look (a restart, a flush):
+            # start every stream again at its end and re-render everything.
+            self._positions.clear()
+            for queue in self.followed():
+                self._pending.touch(queue, None)
+        self._wake.set()
+
+
+async def job_history(mq: AsyncEchoMQ, queue: str, job_id: str, *, scan: int = 10_000) -> list[reads.Event]:
+    """A job's events among the newest ``scan`` of its queue, newest first (as ``EchoMQ.job_events``)."""
+    job_id = validate_job_id(job_id)
+    try:
+        entries = await mq.redis.xrevrange(QueueKeys(queue).events, "+", "-", count=scan)
+    except _UNREACHABLE as error:
+        raise Unavailable(f"redis unreachable: {error}") from error
+    events = [reads.parse_event(entry_id, data) for entry_id, data in entries]
+    return [e for e in events if e.job_id == job_id]

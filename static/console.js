@@ -1,0 +1,77 @@
+// EchoMQ console: ticks countdowns against the Redis server clock, and shows
+// the state of the live connection. htmx (with its ws extension) does the rest.
+(() => {
+  "use strict";
+  // serverNow() = Date.now() + offset. The offset is measured from the server
+  // time each page and each live update carries, so a skewed laptop clock
+  // still shows the right time left on a lease.
+  let offset = 0;
+  const measure = (serverMs) => { if (serverMs > 0) offset = serverMs - Date.now(); };
+  const serverNow = () => Date.now() + offset;
+
+  const duration = (ms) => {
+    const s = Math.abs(ms) / 1000;
+    if (s < 10) return s.toFixed(1) + " s";
+    if (s < 60) return Math.floor(s) + " s";
+    let m = Math.floor(s / 60);
+    const sec = Math.floor(s % 60);
+    if (m < 60) return m + "m " + String(sec).padStart(2, "0") + "s";
+    let h = Math.floor(m / 60); m %= 60;
+    if (h < 24) return h + "h " + String(m).padStart(2, "0") + "m";
+    return Math.floor(h / 24) + "d " + (h % 24) + "h";
+  };
+
+  const tick = () => {
+    const now = serverNow();
+    for (const el of document.querySelectorAll("[data-deadline]")) {
+      const left = Number(el.dataset.deadline) - now;
+      el.textContent = left >= 0 ? duration(left) + " left" : "lapsed " + duration(left) + " ago";
+      el.classList.toggle("lapsed", left < 0);
+    }
+    for (const el of document.querySelectorAll("[data-due]")) {
+      const left = Number(el.dataset.due) - now;
+      el.textContent = left > 0 ? "in " + duration(left) : "due " + duration(left) + " ago";
+    }
+    for (const el of document.querySelectorAll("[data-since]")) {
+      el.textContent = duration(now - Number(el.dataset.since)) + " ago";
+    }
+  };
+
+  const clock = () => {
+    const el = document.getElementById("server-clock");
+    if (el) measure(Number(el.dataset.now));
+  };
+
+  const liveStatus = (text) => {
+    const el = document.getElementById("live-status");
+    if (!el) return;
+    if (text) el.textContent = text;
+    el.hidden = !text;
+  };
+
+  // Reconnect within about 2 s at worst (the ws extension's default backs off to a minute).
+  if (window.htmx) htmx.config.wsReconnectDelay = (retries) => Math.min(250 * 2 ** retries, 2000) * (0.5 + Math.random() / 2);
+
+  document.addEventListener("DOMContentLoaded", () => {
+    measure(Number(document.body.dataset.serverNow));
+    tick();
+    setInterval(tick, 200);
+  });
+  document.addEventListener("htmx:wsAfterMessage", () => { clock(); tick(); });
+  document.addEventListener("htmx:afterSwap", () => { clock(); tick(); });
+  document.addEventListener("htmx:wsOpen", () => liveStatus(""));
+  document.addEventListener("htmx:wsClose", (e) => {
+    const code = e.detail && e.detail.event ? e.detail.event.code : 0;
+    if (code === 4401) liveStatus("Your session has ended: reload the page to log in again.");
+    else if (code >= 4000) liveStatus("This page cannot be followed live (" + code + "): reload it.");
+    else liveStatus("Live updates are disconnected from the console; reconnecting…");
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement) return;
+    const find = document.querySelector(".find input");
+    if (find) { e.preventDefault(); find.focus(); }
+  });
+  window.emqConsole = { serverNow, measure, duration };
+})();

@@ -1,0 +1,41 @@
+"""Personas (a viewer and an operator) and a console pointed at a real, empty redis-server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from dashboard.roles import OPERATORS, VIEWERS, user_create
+from queues import EchoMQ
+
+
+@pytest.fixture
+def console_mq(mq: EchoMQ, redis_url: str, settings: SettingsWrapper) -> Iterator[EchoMQ]:
+    """The test's EchoMQ client, with the console reading the same server."""
+    settings.EMQ_REDIS_URL = redis_url
+    yield mq
+
+
+@pytest.fixture
+def viewer(db: None) -> User:
+    return user_create(username="vera", password="vera-password", role=VIEWERS)
+
+
+@pytest.fixture
+def operator(db: None) -> User:
+    return user_create(username="otto", password="otto-password", role=OPERATORS)
+
+
+@pytest.fixture
+def viewer_client(viewer: User) -> Client:
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+def htmx_get(client: Client, url: str, target: str) -> object:
+    return client.get(url, headers={"HX-Request": "true", "HX-Target": target})

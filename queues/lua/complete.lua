@@ -6,11 +6,8 @@
 -- Reply: {'OK', finished_ms}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 -- Errors (nothing written): bad keys or attempts.
-local id, claim_id, actor = ARGV[1], ARGV[3], ARGV[4]
-local token = to_int(ARGV[2])
-local err = check_keys(id)
-if err then return err end
-if token == nil or token < 1 then return bad_arg('attempts must be an integer >= 1') end
+--@include lease_args.lua
+local actor = ARGV[4]
 
 local refused = check_lease(KEYS[6], KEYS[2], id, token, claim_id)
 if refused then return refused end

@@ -8,11 +8,8 @@
 -- Reply: {'OK', lease_deadline_ms}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 -- Errors (nothing written): bad keys, attempts or lease_ms.
-local id, claim_id = ARGV[1], ARGV[3]
-local token, lease = to_int(ARGV[2]), to_int(ARGV[4])
-local err = check_keys(id)
-if err then return err end
-if token == nil or token < 1 then return bad_arg('attempts must be an integer >= 1') end
+--@include lease_args.lua
+local lease = to_int(ARGV[4])
 if lease == nil or lease < 1 then return bad_arg('lease_ms must be an integer >= 1') end
 
 local refused = check_lease(KEYS[6], KEYS[2], id, token, claim_id)

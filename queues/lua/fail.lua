@@ -10,11 +10,9 @@
 -- Reply: {'OK', 'pending' | 'failed', due_or_failed_ms}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 -- Errors (nothing written): bad keys, attempts or backoff_ms.
-local id, claim_id, message, actor = ARGV[1], ARGV[3], ARGV[4] or '', ARGV[6]
-local token, backoff = to_int(ARGV[2]), to_int(ARGV[5])
-local err = check_keys(id)
-if err then return err end
-if token == nil or token < 1 then return bad_arg('attempts must be an integer >= 1') end
+--@include lease_args.lua
+local message, actor = ARGV[4] or '', ARGV[6]
+local backoff = to_int(ARGV[5])
 if backoff == nil or backoff < 0 then return bad_arg('backoff_ms must be an integer >= 0') end
 
 local refused = check_lease(KEYS[6], KEYS[2], id, token, claim_id)
@@ -24,7 +22,7 @@ local max_attempts = to_int(redis.call('HGET', KEYS[6], 'max_attempts')) or 3
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 if token < max_attempts then
-  local due = now + math.min(backoff * 2 ^ (token - 1), 3600000)
+  local due = now + math.floor(math.min(backoff * 2 ^ (token - 1), 3600000))
   redis.call('ZADD', KEYS[1], due, id)
   redis.call('HSET', KEYS[6], 'state', 'pending', 'last_error', message)
   emit(KEYS[5], 'fail', id, 'active', 'pending', token, actor, now)

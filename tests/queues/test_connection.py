@@ -1,0 +1,100 @@
+"""One URL, any transport: redis://, rediss:// and unix://, standalone or cluster."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from queues import EchoMQ
+from queues.connection import is_cluster_client
+from tests.support.redis_servers import RedisServer, free_port
+
+
+def _lifecycle(mq: EchoMQ) -> str:
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    mq.complete("q", "a", job.token)
+    return mq.job("q", "a").state
+
+
+@pytest.fixture
+def unix_server(tmp_path: Path) -> Iterator[tuple[RedisServer, Path]]:
+    socket_path = tmp_path / "redis.sock"
+    server = RedisServer(extra_args=["--unixsocket", str(socket_path), "--unixsocketperm", "700"]).start()
+    yield server, socket_path
+    server.cleanup()
+
+
+def test_a_unix_socket_url_works(unix_server: tuple[RedisServer, Path]) -> None:
+    _, socket_path = unix_server
+    mq = EchoMQ.from_url(f"unix://{socket_path}?db=0")
+    try:
+        assert _lifecycle(mq) == "done"
+    finally:
+        mq.close()
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    tls_port = free_port()
+    server = RedisServer(extra_args=["--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file",
+                                     str(key), "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no"]).start()
+    yield tls_port, cert
+    server.cleanup()
+
+
+def test_a_tls_url_works(tls_server: tuple[int, Path]) -> None:
+    port, cert = tls_server
+    mq = EchoMQ.from_url(f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={cert}")
+    try:
+        assert _lifecycle(mq) == "done"
+    finally:
+        mq.close()
+
+
+def test_a_cluster_is_detected_from_the_url_alone(redis_cluster) -> None:  # type: ignore[no-untyped-def]
+    mq = EchoMQ.from_url(redis_cluster.url)
+    try:
+        assert is_cluster_client(mq.redis)
+        mq.redis.delete("emq:{q}:job:a", "emq:{q}:done", "emq:{q}:pending", "emq:{q}:active", "emq:{q}:events")
+        assert _lifecycle(mq) == "done"
+    finally:
+        mq.close()
+
+
+def test_moves_are_never_resent_by_redis_py(redis_url: str) -> None:
+    # A claim that timed out may have run: redis-py must not send it again on
+    # its own, so the client is built with no retries at all.
+    mq = EchoMQ.from_url(redis_url)
+    try:
+        assert mq.redis.get_retry().get_retries() == 0
+    finally:
+        mq.close()
+
+
+def test_an_unreachable_server_is_reported_not_retried(redis_server: RedisServer) -> None:
+    from queues import Unavailable
+
+    mq = EchoMQ.from_url(redis_server.url)
+    redis_server.stop()
+    try:
+        with pytest.raises(Unavailable):
+            mq.claim("q")
+    finally:
+        redis_server.start()
+        mq.close()
+
+
+def test_discovery_finds_a_queue_another_runtime_never_registered(any_mq: EchoMQ) -> None:
+    any_mq.redis.zadd("emq:{foreign}:pending", {"x": 1})
+
+    assert "foreign" not in any_mq.queues()
+    assert "foreign" in any_mq.discover_queues()
+    assert "foreign" in any_mq.queues()

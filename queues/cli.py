@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.set_defaults(handler=handler)
+        p.set_defaults(run=handler)
         return p
 
     def job(p: argparse.ArgumentParser, token: bool = False) -> None:
@@ -268,9 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     mq: EchoMQ | None = None
     try:
-        if args.handler not in _NO_CLIENT:
+        if args.run not in _NO_CLIENT:
             mq = EchoMQ.from_url(args.url)
-        args.handler(mq, args)
+        args.run(mq, args)
         return 0
     except EmqError as error:
         print(f"emq: {error}", file=sys.stderr)

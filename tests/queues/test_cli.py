@@ -91,3 +91,28 @@ def test_script_prints_the_source_sent_to_redis(capsys: pytest.CaptureFixture[st
     assert main(["script", "claim"]) == 0
     source = capsys.readouterr().out
     assert "\n--@include" not in source and "local function now_ms()" in source
+
+
+def test_worker_runs_a_module_callable_handler_until_sigterm(redis_url: str, mq: EchoMQ, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import signal
+    import time
+
+    (tmp_path / "cli_handlers.py").write_text("def ok(job):\n    return None\n")
+    ids = mq.enqueue_many("q", ["{}"] * 20)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    worker = subprocess.Popen([sys.executable, "-m", "queues", "--url", redis_url, "worker", "q", "--handler",
+                               "cli_handlers:ok", "--concurrency", "4"], env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while mq.stats("q").counts["done"] < len(ids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mq.stats("q").counts["done"] == len(ids)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(20) == 0
+
+
+def test_worker_with_a_bad_handler_exits_2(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = emq(redis_url, capsys, "worker", "q", "--handler", "no_such_module_here:run")
+    assert code == 2 and "no module named" in err

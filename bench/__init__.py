@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench`` (or ``./dev bench``); figures go to BENCHMARKS.md."""

@@ -7,29 +7,23 @@ because the view as a whole is exempt from the middleware to let tokens in.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Final
 
-import redis
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
+from dashboard.services import emq
 from exchange import InvalidOrder, OrderTooLarge, place_order
 from exchange.gateway import MAX_BODY_BYTES
-from queues import EchoMQ, InvalidInput, Unavailable
+from queues import InvalidInput, Unavailable
 from queues.orders import KeyTypeConflict
 
 from .tokens import PLACE_PERMISSION, api_token_user
 
-SOCKET_TIMEOUT_S: Final = 2.0
 UNREACHABLE: Final = ("Redis is unreachable, so the order may not have been admitted. Nothing is half-written: "
                       "retry with the same client_order_id, which can never place a second order.")
-
-_clients: dict[str, EchoMQ] = {}
-_lock = threading.Lock()
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -39,19 +33,6 @@ class _CsrfCheck(CsrfViewMiddleware):
 
 def _error(status: int, message: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"error": message, **extra}, status=status)
-
-
-def _orders_client() -> EchoMQ:
-    url = str(settings.EMQ_REDIS_URL)
-    with _lock:
-        client = _clients.get(url)
-        if client is None:
-            try:
-                client = EchoMQ.from_url(url, actor="api", socket_timeout=SOCKET_TIMEOUT_S)
-            except (redis.exceptions.RedisError, OSError) as error:
-                raise Unavailable(f"redis unreachable at {url}: {error}") from error
-            _clients[url] = client
-    return client
 
 
 def _caller(request: HttpRequest) -> tuple[AbstractBaseUser | None, bool, str]:
@@ -90,7 +71,7 @@ def place_order_api(request: HttpRequest) -> JsonResponse:
         return _error(413, f"the body is {declared} bytes; the limit is {MAX_BODY_BYTES}")
     body = request.read(MAX_BODY_BYTES + 1)
     try:
-        placement = place_order(_orders_client(), body)
+        placement = place_order(emq(), body)
     except OrderTooLarge as refused:
         return _error(413, refused.errors["body"])
     except InvalidOrder as refused:

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
 from django.middleware.csrf import get_token
 from django.test import Client, RequestFactory
 
@@ -180,3 +181,30 @@ def test_it_returns_405_for_get(api: Client, token: str) -> None:
     response = api.get(URL, headers={"Authorization": f"Bearer {token}"})
 
     assert response.status_code == 405 and response["Allow"] == "POST"
+
+
+def test_an_admitted_order_shows_on_the_console_like_any_job(api: Client, token: str, trader: User) -> None:
+    order_id = post(api, order(), token).json()["order_id"]
+    console = Client()
+    console.force_login(trader)
+
+    page = console.get(f"/job/?q=orders&id={order_id}")
+
+    assert page.status_code == 200
+    assert [(f.name, f.text) for f in page.context["detail"].core] == [("state", "pending"), ("attempts", "0")]
+    assert b"c-1" in page.content
+
+
+def test_the_api_token_command_prints_a_token_that_places_orders(api: Client, trader: User) -> None:
+    out = io.StringIO()
+    call_command("api_token", "trader", "--name", "bot", stdout=out)
+
+    assert post(api, order(), out.getvalue().strip()).status_code == 201
+
+
+def test_the_api_token_command_can_grant_the_permission(api: Client) -> None:
+    User.objects.create_user("newbie", password="pw-newbie-1")
+    out = io.StringIO()
+    call_command("api_token", "newbie", "--grant", stdout=out)
+
+    assert post(api, order(), out.getvalue().strip()).status_code == 201

@@ -1,6 +1,6 @@
 """The demo's consumer of ``orders``: a worker handler that "fills" orders and fails the odd one.
 
-Run it like any handler: ``emq worker orders exchange.demo:fill_order`` (or
+Run it like any handler: ``emq worker orders --handler exchange.demo:fill_order`` (or
 ``queues.worker.Worker(queue="orders", handler="exchange.demo:fill_order")``).
 Which orders fail is decided by the order id, so a demo run is repeatable in
 kind: about one order in six is rejected on its first attempt and filled on

@@ -96,7 +96,8 @@ class QueuePage(LivePage):
         self.queues = frozenset([window.queue])
 
     async def full(self, follower: Follower) -> list[str]:
-        assert follower.mq is not None
+        if follower.mq is None or follower.up is False:
+            return [_common(follower, 0, status=True)]
         stats, page = await follower.mq.run_many([reads.stats(self.window.queue),
                                                   reads.page(self.window.queue, self.window.state, **self.window.where())])
         if isinstance(stats, Exception) or isinstance(page, Exception):
@@ -120,7 +121,8 @@ class JobPage(LivePage):
         self.queues = frozenset([queue])
 
     async def full(self, follower: Follower) -> list[str]:
-        assert follower.mq is not None
+        if follower.mq is None or follower.up is False:
+            return [_common(follower, 0, status=True)]
         view = await follower.mq.run(reads.job(self.queue, self.job_id))
         history = await job_history(follower.mq, self.queue, self.job_id)
         detail = presenters.job_detail(view, history)

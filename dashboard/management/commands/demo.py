@@ -1,0 +1,144 @@
+"""``manage.py demo``: queues with work flowing through every state, and the console serving them.
+
+Seeds four queues, then runs (in a background thread) workers that complete
+most jobs and fail some, a producer that keeps jobs coming (some delayed),
+and a "crashing" worker that claims jobs and never reports, so leases lapse
+and the other workers' heartbeat recovers them. Serves the console with
+daphne in the foreground and prints its URL and the demo logins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from dashboard.roles import OPERATORS, VIEWERS, user_create
+from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, EmqError
+from queues.worker import Worker
+
+LOGINS = (("operator", "operator-demo", OPERATORS), ("viewer", "viewer-demo", VIEWERS))
+
+
+@dataclass(frozen=True)
+class DemoQueue:
+    name: str
+    concurrency: int
+    lease_ms: int
+    work_s: tuple[float, float]
+    fail_rate: float
+    error: str
+    per_tick: int
+
+
+QUEUES = (
+    DemoQueue("emails", 4, 10_000, (0.2, 1.5), 0.05, "smtp: 451 4.7.1 try again later", 3),
+    DemoQueue("thumbnails", 3, 15_000, (0.5, 3.0), 0.15, "PIL.UnidentifiedImageError: cannot identify image", 2),
+    DemoQueue("reports", 1, 60_000, (5.0, 20.0), 0.10, "TimeoutError: warehouse query took too long", 1),
+    DemoQueue("webhooks", 2, 8_000, (0.3, 2.0), 0.10, "HTTP 502 from https://hooks.example.com/", 2),
+)
+
+
+def _payload(queue: str, n: int) -> str | bytes:
+    if queue == "thumbnails" and n % 17 == 0:
+        return bytes(random.randrange(256) for _ in range(64))
+    if queue == "reports" and n % 5 == 0:
+        return json.dumps({"report": "monthly", "rows": [{"sku": f"SKU-{i}", "qty": i} for i in range(600)]})
+    if queue == "webhooks" and n % 11 == 0:
+        return '<script>alert("payloads are shown inert")</script>'
+    return json.dumps({"queue": queue, "n": n, "to": f"user{n}@example.com", "attempt_note": "demo"})
+
+
+def _handler(queue: DemoQueue) -> Any:
+    async def handle(job: ClaimedJob) -> None:
+        await asyncio.sleep(random.uniform(*queue.work_s))
+        if random.random() < queue.fail_rate:
+            raise RuntimeError(queue.error)
+
+    return handle
+
+
+class Command(BaseCommand):
+    help = "Seed demo queues, run demo workers, and serve the console with daphne."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--addr", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-serve", action="store_true", help="seed and run the workers, but do not serve")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        url = settings.EMQ_REDIS_URL
+        for username, password, role in LOGINS:
+            user_create(username=username, password=password, role=role)
+        mq = EchoMQ.from_url(url, actor="demo-seed")
+        self._seed(mq)
+        stop = threading.Event()
+        thread = threading.Thread(target=lambda: asyncio.run(self._work(url, stop)), name="demo-workers", daemon=True)
+        thread.start()
+
+        address = f"http://{options['addr']}:{options['port']}/"
+        self.stdout.write(self.style.SUCCESS(f"EchoMQ console: {address}"))
+        for username, password, role in LOGINS:
+            self.stdout.write(f"  log in as {username} / {password}  ({role})")
+        self.stdout.write(f"  Redis: {url}   (Ctrl-C stops the console and the demo workers)")
+        try:
+            if options["no_serve"]:
+                thread.join()
+            else:
+                from daphne.cli import CommandLineInterface
+
+                CommandLineInterface().run(["-b", options["addr"], "-p", str(options["port"]),
+                                            "--proxy-headers", "dashboard.asgi:application"])
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop.set()
+            thread.join(timeout=15)
+
+    def _seed(self, mq: EchoMQ) -> None:
+        for queue in QUEUES:
+            backlog = {"emails": 200, "thumbnails": 120, "reports": 12, "webhooks": 60}[queue.name]
+            mq.enqueue_many(queue.name, [_payload(queue.name, n) for n in range(backlog)])
+            mq.enqueue_many(queue.name, [_payload(queue.name, n) for n in range(5)], delay_ms=90_000)
+        mq.enqueue("reports", _payload("reports", 1), delay_ms=15 * 60_000)
+
+    async def _work(self, url: str, stop: threading.Event) -> None:
+        halt = asyncio.Event()
+        workers = [Worker(queue=q.name, handler=_handler(q), concurrency=q.concurrency, lease_ms=q.lease_ms,
+                          url=url, actor=f"demo-worker-{q.name}") for q in QUEUES]
+        tasks = [asyncio.create_task(w.serve(halt)) for w in workers]
+        tasks += [asyncio.create_task(self._produce(url, halt)), asyncio.create_task(self._crash(url, halt))]
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        halt.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _produce(self, url: str, halt: asyncio.Event) -> None:
+        mq = AsyncEchoMQ.from_url(url, actor="demo-producer")
+        n = 1000
+        while not halt.is_set():
+            for queue in QUEUES:
+                for _ in range(random.randint(0, queue.per_tick)):
+                    n += 1
+                    delay = random.choice([0, 0, 0, 0, 5_000, 30_000, 120_000])
+                    try:
+                        await mq.enqueue(queue.name, _payload(queue.name, n), delay_ms=delay)
+                    except EmqError:
+                        await asyncio.sleep(1)
+            await asyncio.sleep(1.0)
+
+    async def _crash(self, url: str, halt: asyncio.Event) -> None:
+        """A worker that claims a webhook now and then and dies with it: its lease lapses."""
+        mq = AsyncEchoMQ.from_url(url, actor="demo-crashing-worker")
+        while not halt.is_set():
+            try:
+                await mq.claim("webhooks", lease_ms=12_000)
+            except EmqError:
+                pass
+            await asyncio.sleep(random.uniform(4, 9))

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard.asgi import application
+from dashboard.presenters import dom_id
+from queues import EchoMQ
+from queues.follower import Follower
+from tests.support.redis_servers import RedisServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+async def stop_followers() -> AsyncIterator[None]:
+    yield
+    await Follower.stop_all()
+
+
+@pytest.fixture
+def viewer_cookie(viewer: User) -> bytes:
+    client = Client()
+    client.force_login(viewer)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(path: str, cookie: bytes | None, origin: bytes = b"http://localhost") -> WebsocketCommunicator:
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def receive_until(communicator: WebsocketCommunicator, check: Callable[[str], bool], timeout: float = 3.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = await communicator.receive_from(timeout=deadline - time.monotonic())
+        if check(message):
+            return message
+    raise AssertionError("no matching message")
+
+
+async def test_an_anonymous_socket_is_closed_with_4401(console_mq: EchoMQ, stop_followers: None) -> None:
+    communicator = await connect("/ws/overview/", None)
+
+    closed = await communicator.receive_output(timeout=2)
+
+    assert closed == {"type": "websocket.close", "code": 4401}
+
+
+async def test_a_socket_from_another_origin_is_refused(console_mq: EchoMQ, viewer_cookie: bytes, stop_followers: None) -> None:
+    communicator = WebsocketCommunicator(application, "/ws/overview/",
+                                         headers=[(b"origin", b"http://evil.example"), (b"cookie", viewer_cookie)])
+
+    connected, _ = await communicator.connect()
+
+    assert not connected
+
+
+async def test_a_bad_queue_name_closes_the_socket_with_4400(console_mq: EchoMQ, viewer_cookie: bytes,
+                                                            stop_followers: None) -> None:
+    communicator = await connect("/ws/queue/?q=a%20b", viewer_cookie)
+
+    assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": 4400}
+
+
+async def test_the_overview_pushes_the_row_of_a_queue_whose_count_changed(console_mq: EchoMQ, viewer_cookie: bytes,
+                                                                          stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a")
+    console_mq.enqueue("thumbs", "b")
+    communicator = await connect("/ws/overview/", viewer_cookie)
+    await receive_until(communicator, lambda m: dom_id("q", "mail") in m)
+
+    console_mq.enqueue("mail", "c")
+    message = await receive_until(communicator, lambda m: m.startswith(f'<tr id="{dom_id("q", "mail")}"'))
+
+    assert 'hx-swap-oob="true"' in message
+    assert '<td class="num pending">2</td>' in message
+    assert dom_id("q", "thumbs") not in message
+    await communicator.disconnect()
+
+
+async def test_the_queue_page_pushes_its_jobs_table_when_a_job_moves(console_mq: EchoMQ, viewer_cookie: bytes,
+                                                                      stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    communicator = await connect("/ws/queue/?q=mail&state=active", viewer_cookie)
+    first = await receive_until(communicator, lambda m: 'id="queue-jobs"' in m)
+    assert dom_id("j", "j1") not in first
+
+    claimed = console_mq.claim("mail", lease_ms=60_000)[0]
+    message = await receive_until(communicator, lambda m: dom_id("j", "j1") in m)
+
+    assert f'data-deadline="{claimed.lease_deadline_ms}"' in message
+    assert 'id="queue-summary" class="summary" hx-swap-oob="true"' in message
+    await communicator.disconnect()
+
+
+async def test_the_job_page_pushes_the_job_when_it_moves(console_mq: EchoMQ, viewer_cookie: bytes,
+                                                          stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    communicator = await connect("/ws/job/?q=mail&id=j1", viewer_cookie)
+    await receive_until(communicator, lambda m: 'id="job-core"' in m)
+
+    claimed = console_mq.claim("mail")[0]
+    console_mq.complete("mail", "j1", claimed.token)
+    message = await receive_until(communicator, lambda m: "badge big done" in m)
+
+    assert "complete" in message  # the history fragment came with it
+    await communicator.disconnect()
+
+
+async def test_every_page_gets_the_banner_when_redis_stops_and_loses_it_when_it_returns(
+        viewer_cookie: bytes, settings: object, stop_followers: None) -> None:
+    server = RedisServer().start()
+    settings.EMQ_REDIS_URL = server.url  # type: ignore[attr-defined]
+    try:
+        EchoMQ.from_url(server.url).enqueue("mail", "a", job_id="j1")
+        pages = [await connect(path, viewer_cookie) for path in ("/ws/overview/", "/ws/queue/?q=mail", "/ws/job/?q=mail&id=j1")]
+        for page in pages:
+            await receive_until(page, lambda m: 'id="redis-status"' in m)
+
+        server.stop()
+        for page in pages:
+            await receive_until(page, lambda m: 'id="redis-status" class="banner bad" role="alert" hx-swap-oob' in m,
+                                timeout=2.0)
+        server.start()
+        for page in pages:
+            await receive_until(page, lambda m: 'role="alert" hidden hx-swap-oob' in m, timeout=5.0)
+    finally:
+        server.cleanup()

@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from queues import EchoMQ
+from queues.follower import Follower, Subscription, Update
+from tests.support.redis_servers import REDIS_CLI, RedisClusterNodes, RedisServer
+
+
+async def until(sub: Subscription, check: Callable[[Update], bool], timeout: float = 3.0) -> Update:
+    """The first update (merged with those before it) for which ``check`` holds."""
+    seen = Update()
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no matching update within {timeout} s; saw {seen}")
+        try:
+            update = await asyncio.wait_for(sub.next(), left)
+        except TimeoutError:
+            continue
+        seen.merge(update)
+        if check(update):
+            return update
+
+
+@pytest.fixture
+async def follower(redis_url: str) -> AsyncIterator[Follower]:
+    follower = Follower(redis_url)
+    follower.start()
+    yield follower
+    await follower.stop()
+
+
+def redis_cli(port: int, *command: str) -> None:
+    subprocess.run([REDIS_CLI, "-p", str(port), *command], check=True, capture_output=True, timeout=10)
+
+
+async def test_a_move_made_by_raw_redis_cli_commands_shows_up_within_a_second(
+        follower: Follower, redis_server: RedisServer, mq: EchoMQ) -> None:
+    mq.enqueue("mail", "a")
+    sub = follower.subscribe(["mail"])
+    await until(sub, lambda u: "mail" in u.stats)
+
+    started = time.monotonic()
+    redis_cli(redis_server.port, "HSET", "emq:{mail}:job:raw", "state", "pending", "attempts", "0", "payload", "x")
+    redis_cli(redis_server.port, "ZADD", "emq:{mail}:pending", "0", "raw")
+    update = await until(sub, lambda u: "mail" in u.stats and u.stats["mail"].counts["pending"] == 2)
+
+    assert time.monotonic() - started < 1.0
+    assert update.jobs["mail"] is None  # no event says which job moved
+
+
+async def test_events_name_the_jobs_that_moved_and_feed_the_throughput(follower: Follower, mq: EchoMQ) -> None:
+    mq.enqueue("mail", "a", job_id="first")
+    sub = follower.subscribe(["mail"])
+    await until(sub, lambda u: "mail" in u.stats)
+
+    mq.enqueue("mail", "b", job_id="second")
+    update = await until(sub, lambda u: u.job_changed("mail", "second"))
+
+    assert update.jobs["mail"] == {"second"}
+    assert update.stats["mail"].counts["pending"] == 2
+    assert sum(follower.throughput.series("mail", follower.now_ms)) >= 1
+
+
+async def test_a_page_watching_one_queue_hears_nothing_of_another(follower: Follower, mq: EchoMQ) -> None:
+    mq.enqueue("mail", "a")
+    mq.enqueue("thumbs", "b")
+    mail = follower.subscribe(["mail"])
+    every = follower.subscribe(None)
+    await until(every, lambda u: {"mail", "thumbs"} <= set(u.stats))
+    await until(mail, lambda u: "mail" in u.stats)
+
+    mq.enqueue("thumbs", "c")
+    await until(every, lambda u: u.changed("thumbs"))
+
+    assert not mail._pending.changed("thumbs")
+
+
+async def test_many_moves_reach_a_subscriber_as_a_few_coalesced_updates(follower: Follower, mq: EchoMQ) -> None:
+    mq.enqueue("mail", "warm-up")
+    sub = follower.subscribe(["mail"])
+    await until(sub, lambda u: "mail" in u.stats)
+
+    def produce() -> None:
+        for _ in range(20):
+            mq.enqueue_many("mail", ["x"] * 25)
+            time.sleep(0.05)
+
+    started = time.monotonic()
+    producer = asyncio.create_task(asyncio.to_thread(produce))
+    updates, pending = 0, 1
+    while pending != 501:
+        update = await asyncio.wait_for(sub.next(), 3.0)
+        updates += 1
+        if "mail" in update.stats:
+            pending = update.stats["mail"].counts["pending"]
+    await producer
+    elapsed = time.monotonic() - started
+
+    assert updates <= elapsed / follower.publish_interval_s + 2
+    assert updates < 500 / 25
+
+
+async def test_a_flushed_stream_is_followed_again_from_its_new_start(follower: Follower, mq: EchoMQ) -> None:
+    for n in range(5):
+        mq.enqueue("mail", str(n))
+    sub = follower.subscribe(["mail"])
+    await until(sub, lambda u: "mail" in u.stats)
+
+    mq.redis.flushall()
+    await until(sub, lambda u: "mail" in u.stats and u.stats["mail"].counts["pending"] == 0)
+    mq.enqueue("mail", "after", job_id="after-flush")
+
+    await until(sub, lambda u: u.jobs.get("mail") is not None and "after-flush" in (u.jobs["mail"] or set()))
+
+
+async def test_a_redis_restart_is_survived() -> None:
+    server = RedisServer().start()
+    follower = Follower(server.url)
+    follower.start()
+    try:
+        mq = EchoMQ.from_url(server.url)
+        mq.enqueue("mail", "a")
+        sub = follower.subscribe(["mail"])
+        await until(sub, lambda u: "mail" in u.stats)
+
+        server.stop()
+        down = await until(sub, lambda u: u.up is False, timeout=2.0)
+        assert down.error
+        server.start()
+        await until(sub, lambda u: u.up is True, timeout=5.0)
+        mq = EchoMQ.from_url(server.url)
+        mq.enqueue("mail", "b", job_id="after-restart")
+
+        update = await until(sub, lambda u: u.job_changed("mail", "after-restart"), timeout=3.0)
+        assert update.stats["mail"].counts["pending"] == 1  # no persistence: only the new job
+    finally:
+        await follower.stop()
+        server.cleanup()
+
+
+async def test_it_follows_queues_on_every_node_of_a_cluster(redis_cluster: RedisClusterNodes) -> None:
+    for server in redis_cluster.servers:
+        server.client().flushall()
+    mq = EchoMQ.from_url(redis_cluster.url)
+    names = ["mail", "thumbs", "reports", "hooks"]
+    follower = Follower(redis_cluster.url)
+    follower.start()
+    try:
+        for name in names:
+            mq.enqueue(name, "a", job_id=f"{name}-0")
+        sub = follower.subscribe(names)
+        await until(sub, lambda u: set(names) <= set(u.stats), timeout=5.0)
+        for name in names:
+            mq.enqueue(name, "a", job_id=f"{name}-1")
+
+        seen: set[str] = set()
+        while seen != set(names):
+            update = await until(sub, lambda u: any(u.job_changed(n, f"{n}-1") for n in names), timeout=5.0)
+            seen |= {n for n in names if update.job_changed(n, f"{n}-1")}
+
+        assert len({follower.locations[n].node for n in names}) > 1
+    finally:
+        await follower.stop()
+        mq.close()

@@ -115,9 +115,12 @@ class RedisClusterNodes:
     masters: int = 3
     replicas: int = 0
     servers: list[RedisServer] = field(default_factory=list)
+    # e.g. ["--repl-diskless-sync-delay", "0"]: replicas sync at once instead of after 5 s.
+    server_args: list[str] = field(default_factory=list)
 
     def start(self) -> RedisClusterNodes:
-        self.servers = [RedisServer(cluster=True).start() for _ in range(self.masters * (1 + self.replicas))]
+        self.servers = [RedisServer(cluster=True, extra_args=list(self.server_args)).start()
+                        for _ in range(self.masters * (1 + self.replicas))]
         addresses = [f"127.0.0.1:{s.port}" for s in self.servers]
         subprocess.run([REDIS_CLI, "--cluster", "create", *addresses, "--cluster-replicas", str(self.replicas),
                         "--cluster-yes"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=60)

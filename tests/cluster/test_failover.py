@@ -1,0 +1,172 @@
+"""Workers, a sweeper and console reads on a 3x2 cluster while a master is SIGKILLed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from queues import ClaimedJob, EchoMQ, NothingToClaim, Refused, Unavailable
+from queues.cluster import cluster_view, queue_placements, queue_slot
+from queues.connection import connect
+from queues.errors import NotReplicated
+from queues.integrity import check_queue
+from queues.scripts import script
+from queues.sweeper import Sweeper, sweeper_lock
+from queues.worker import Worker
+from tests.support.cluster_ops import (eventually, owner_of, queue_per_master, replica_of, role, wait_cluster_ok,
+                                       wait_until)
+from tests.support.redis_servers import RedisClusterNodes
+
+JOBS_PER_QUEUE = 300
+
+
+class Background:
+    """Runs ``loop(stop)`` in a thread; ``stop()`` ends it and re-raises what it raised."""
+
+    def __init__(self, loop: Callable[[threading.Event], Any]) -> None:
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+        self.result: Any = None
+
+        def target() -> None:
+            try:
+                self.result = loop(self.event)
+            except BaseException as error:  # reported by stop()
+                self.error = error
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> Any:
+        self.event.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "a background loop did not stop"
+        if self.error:
+            raise self.error
+        return self.result
+
+
+def _serve(worker: Worker) -> Callable[[threading.Event], Any]:
+    def loop(flag: threading.Event) -> Any:
+        async def main() -> Any:
+            stop = asyncio.Event()
+
+            async def relay() -> None:
+                while not flag.is_set():
+                    await asyncio.sleep(0.05)
+                stop.set()
+            relay_task = asyncio.create_task(relay())
+            stats = await worker.serve(stop)
+            await relay_task
+            return stats
+        return asyncio.run(main())
+    return loop
+
+
+def _waiting_worker(url: str, queues: list[str], acked: list[tuple[str, str, int, float]]) -> Callable[[threading.Event], int]:
+    """A hand-written claim/complete loop with WAIT 1: records each completion a replica acknowledged."""
+    def loop(stop: threading.Event) -> int:
+        mq = EchoMQ(connect(url), actor="waiting", wait_replicas=1, wait_timeout_ms=500)
+        unavailable = 0
+        while not stop.is_set():
+            for queue in queues:
+                try:
+                    jobs = mq.claim(queue, lease_ms=1500, count=5)
+                except (NothingToClaim, NotReplicated):
+                    continue
+                except Unavailable:
+                    unavailable += 1
+                    time.sleep(0.05)
+                    continue
+                for job in jobs:
+                    try:
+                        mq.complete(queue, job.id, job.token)
+                    except (Refused, NotReplicated):
+                        continue
+                    except Unavailable:
+                        unavailable += 1
+                        continue
+                    acked.append((queue, job.id, job.attempts, time.monotonic()))
+        return unavailable
+    return loop
+
+
+def _reader(url: str, queues: list[str], log: list[tuple[float, bool]]) -> Callable[[threading.Event], None]:
+    """What the console does: stats of every queue and a page of each, again and again."""
+    def loop(stop: threading.Event) -> None:
+        mq = EchoMQ(connect(url), actor="console")
+        while not stop.is_set():
+            try:
+                stats = mq.stats_many(queues)
+                pages = [mq.page(q, "done", limit=10) for q in queues]
+                log.append((time.monotonic(), all(not isinstance(s, Exception) for s in stats) and len(pages) == 3))
+            except Unavailable:
+                log.append((time.monotonic(), False))
+            time.sleep(0.02)
+    return loop
+
+
+def test_workers_and_reads_carry_on_through_a_master_failover_and_lose_nothing(ha_cluster: RedisClusterNodes) -> None:
+    seed = ha_cluster.servers[0]
+    queues = sorted(queue_per_master(ha_cluster, "orders").values())
+    victim_queue = next(q for q in queues if owner_of(ha_cluster, queue_slot(q)) is not seed)
+    victim = owner_of(ha_cluster, queue_slot(victim_queue))
+    heir = replica_of(ha_cluster, victim)
+    claim_sha = script("claim").sha
+    assert heir.client().script_exists(claim_sha) == [False]
+
+    producer = EchoMQ(connect(seed.url), actor="producer", wait_replicas=1, wait_timeout_ms=2000)
+    enqueued = {q: producer.enqueue_many(q, [f"{q} {i}" for i in range(JOBS_PER_QUEUE)]) for q in queues}
+
+    def handle(job: ClaimedJob) -> None:
+        time.sleep(0.002)
+
+    workers = [Worker(queue=q, handler=handle, concurrency=4, lease_ms=1500, batch=4, url=seed.url,
+                      actor=f"worker-{q}") for q in queues]
+    acked: list[tuple[str, str, int, float]] = []
+    reads: list[tuple[float, bool]] = []
+    mq = EchoMQ(connect(seed.url), actor="sweeper")
+    sweeper = Sweeper(mq, sweeper_lock(url=seed.url, lock_urls=[], interval_s=0.3, holder="console-1"), interval_s=0.3)
+    running = [Background(_serve(w)) for w in workers]
+    running += [Background(_waiting_worker(seed.url, queues, acked)), Background(_reader(seed.url, queues, reads))]
+    sweeper.start()
+
+    wait_until(lambda: sum(w.stats.completed for w in workers) + len(acked) >= JOBS_PER_QUEUE, 60,
+               "a third of the jobs to be done")
+    killed_at = time.monotonic()
+    completed_before = [w.stats.completed for w in workers]
+    victim.kill()
+    wait_until(lambda: role(heir) == "master", 20, "the replica to take over")
+    wait_cluster_ok(ha_cluster)
+
+    def all_done() -> bool:
+        return all(mq.stats(q).counts["done"] == JOBS_PER_QUEUE for q in queues)
+    wait_until(lambda: eventually(all_done), 90, "every job to be done")
+    sweeper.stop()
+    for task in running:
+        task.stop()
+
+    victim_worker = workers[queues.index(victim_queue)]
+    assert victim_worker.stats.connection_errors > 0, "the worker whose master died saw it"
+    assert all(w.stats.completed > before for w, before in zip(workers, completed_before)), \
+        "every worker completed jobs after the failover, without a restart"
+    assert any(ok and t > killed_at for t, ok in reads), "the console's reads succeed again after the failover"
+    assert any(t > killed_at for *_, t in acked), "the WAIT worker completed jobs after the failover"
+    assert heir.client().script_exists(claim_sha) == [True], "the new master got the scripts by EVAL on NOSCRIPT"
+    for q in queues:
+        assert check_queue(mq, q).ok
+        assert mq.stats(q).counts == {"pending": 0, "active": 0, "done": JOBS_PER_QUEUE, "failed": 0}
+        views = [mq.job(q, job_id) for job_id in enqueued[q]]
+        assert all(v.state == "done" and not v.warnings for v in views), "every acknowledged enqueue survived"
+    for q, job_id, attempts, _ in acked:
+        # Had the completion been lost, the job would have been claimed again, with more attempts.
+        assert mq.job(q, job_id).attempts == str(attempts), "a completion a replica acknowledged was lost"
+
+    view = cluster_view(mq.redis)
+    placements = {p.queue: p for p in queue_placements(queues, view)}
+    assert all(p.available for p in placements.values())
+    assert placements[victim_queue].address == f"127.0.0.1:{heir.port}"
+    dead = next(n for n in view.nodes if n.address == f"127.0.0.1:{victim.port}")
+    assert dead.state == "fail"

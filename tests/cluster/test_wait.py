@@ -1,0 +1,71 @@
+"""Asynchronous replication can lose an acknowledged move at failover; WAIT tells the caller when it might."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from queues import EchoMQ
+from queues.cluster import queue_slot
+from queues.connection import connect
+from queues.errors import NotReplicated
+from tests.support.cluster_ops import eventually, owner_of, replica_of, role, wait_cluster_ok, wait_until
+from tests.support.redis_servers import RedisClusterNodes
+
+# More than the loopback socket buffers hold (tcp_rmem max is 32 MB here), so
+# the writes after it stay in the master's memory while the replica is stopped.
+FILLER_BYTES = 48 * 1024 * 1024
+
+
+def test_a_move_acknowledged_without_wait_is_lost_at_failover_and_wait_says_so(ha_cluster: RedisClusterNodes) -> None:
+    queue = "billing"
+    master = owner_of(ha_cluster, queue_slot(queue))
+    replica = replica_of(ha_cluster, master)
+    seed = next(s for s in ha_cluster.servers if s not in (master, replica))
+    plain = EchoMQ(connect(seed.url), actor="plain")
+    waiting = EchoMQ(connect(seed.url), actor="waiting", wait_replicas=1, wait_timeout_ms=300)
+
+    for job_id in ("safe", "unsafe"):
+        waiting.enqueue(queue, job_id, job_id=job_id)
+    claimed = {job.id: job for job in waiting.claim(queue, count=2, lease_ms=60_000)}
+    waiting.complete(queue, "safe", claimed["safe"].token)
+
+    replica.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+    plain.redis.set("emq:{billing}:filler", b"x" * FILLER_BYTES)
+    assert plain.complete(queue, "unsafe", claimed["unsafe"].token)
+    with pytest.raises(NotReplicated) as refused:
+        waiting.enqueue(queue, "told", job_id="told")
+    assert (refused.value.result, refused.value.acked, refused.value.wanted) == ("told", 0, 1)
+    assert plain.job(queue, "unsafe").state == "done"
+
+    master.kill()
+    replica.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    wait_until(lambda: role(replica) == "master", 20, "the replica to take over")
+    wait_cluster_ok(ha_cluster)
+
+    after = EchoMQ(connect(seed.url), actor="after")
+    assert after.job(queue, "safe").state == "done"
+    lost = after.job(queue, "unsafe")
+    assert (lost.state, lost.warnings) == ("active", [])
+    assert not after.job(queue, "told").exists
+    assert after.stats(queue).counts == {"pending": 0, "active": 1, "done": 1, "failed": 0}
+
+
+def test_with_a_healthy_replica_every_move_waited_for_survives_the_failover(ha_cluster: RedisClusterNodes) -> None:
+    queue = "ledger"
+    master = owner_of(ha_cluster, queue_slot(queue))
+    replica = replica_of(ha_cluster, master)
+    seed = next(s for s in ha_cluster.servers if s not in (master, replica))
+    waiting = EchoMQ(connect(seed.url), actor="waiting", wait_replicas=1, wait_timeout_ms=2000)
+
+    ids = waiting.enqueue_many(queue, [f"job {i}" for i in range(50)])
+    for job in waiting.claim(queue, count=30, lease_ms=60_000):
+        waiting.complete(queue, job.id, job.token)
+    master.kill()
+    wait_until(lambda: role(replica) == "master", 20, "the replica to take over")
+    wait_cluster_ok(ha_cluster)
+
+    stats = eventually(lambda: waiting.stats(queue))
+    assert stats.counts == {"pending": 20, "active": 0, "done": 30, "failed": 0}
+    assert all(waiting.job(queue, job_id).warnings == [] for job_id in ids)

@@ -1,0 +1,1 @@
+"""Operator actions: single-job compare-and-move buttons, bulk runs in bounded steps, and the audit log."""

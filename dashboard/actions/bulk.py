@@ -1,0 +1,169 @@
+"""Bulk moves as bounded steps, with no Django in sight (the benchmark drives them too).
+
+A step is one script call: a batch move over at most ``limit`` jobs (200 is
+about 2 ms of server time), or one pipeline of compare-and-moves for ids an
+operator ticked. Steps run one after another, so Redis serves every other
+client between two of them, and a run can stop between any two.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from queues import EchoMQ, InvalidInput, MoveResult, Refused
+from queues import moves as queue_moves
+from queues.keys import validate_job_id, validate_queue_name
+
+DEFAULT_LIMIT: Final = 200
+SELECTION_CHUNK: Final = 100
+MAX_SELECTION: Final = 1000
+
+# Queue-wide actions: what the console calls them, and the state they start from.
+QUEUE_ACTIONS: Final[dict[str, str]] = {
+    "recover_all": "active",
+    "retry_all": "failed",
+    "purge_done": "done",
+    "purge_failed": "failed",
+}
+SELECTION_MOVES: Final = ("retry", "recover", "promote", "cancel", "delete")
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """A job as the page showed it when the operator ticked it."""
+
+    id: str
+    state: str
+    attempts: str
+
+    @classmethod
+    def parse(cls, text: str) -> Selected:
+        """Reads ``state:attempts:id`` (the id last: it may hold ':')."""
+        state, sep1, rest = text.partition(":")
+        attempts, sep2, job_id = rest.partition(":")
+        if not (sep1 and sep2):
+            raise InvalidInput(f"a ticked job must be written state:attempts:id, not {text!r}")
+        if attempts and not attempts.isdigit():
+            raise InvalidInput(f"attempts of a ticked job must be digits, not {attempts!r}")
+        return cls(validate_job_id(job_id), state, attempts)
+
+
+@dataclass
+class Tally:
+    moved: int = 0
+    skipped: int = 0
+    missing: int = 0
+    errors: int = 0
+    # Per ticked job, what happened to it (selection runs only).
+    outcomes: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.moved + self.skipped + self.missing + self.errors
+
+    def add(self, other: Tally) -> None:
+        self.moved += other.moved
+        self.skipped += other.skipped
+        self.missing += other.missing
+        self.errors += other.errors
+        self.outcomes.extend(other.outcomes)
+
+    def describe(self) -> str:
+        text = f"{self.moved} moved, {self.skipped} skipped because they had moved on, {self.missing} missing"
+        return text + (f", {self.errors} errors" if self.errors else "")
+
+
+def queue_steps(mq: EchoMQ, action: str, queue: str, *, older_than_ms: int = 0,
+                limit: int = DEFAULT_LIMIT) -> Iterator[Tally]:
+    """The steps of a queue-wide action; each yields the tally of one batch call.
+
+    "retry all" only moves jobs that failed before it started, so a job that
+    fails again during a long run is not retried twice by it.
+    """
+    queue = validate_queue_name(queue)
+    if action not in QUEUE_ACTIONS:
+        raise InvalidInput(f"unknown queue action {action!r}")
+    make: Callable[[int], queue_moves.Call[queue_moves.BatchResult]]
+    if action == "recover_all":
+        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.recover_expired(queue, limit=limit, actor=mq.actor, skip=skip)
+    elif action == "retry_all":
+        cutoff = mq.server_time_ms(queue) + 1
+
+        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.retry_failed(queue, limit=limit, actor=mq.actor, failed_before_ms=cutoff, skip=skip)
+    else:
+        state = QUEUE_ACTIONS[action]
+        queue_moves._int(older_than_ms, "older than (ms)", 0)
+
+        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.purge(queue, state, older_than_ms=older_than_ms, limit=limit, actor=mq.actor,
+                                     skip=skip)
+    for batch in mq.batches(make):
+        yield Tally(moved=batch.moved, skipped=batch.skipped, missing=batch.missing)
+
+
+def selection_steps(mq: EchoMQ, move: str, queue: str, selected: list[Selected], *,
+                    chunk: int = SELECTION_CHUNK) -> Iterator[Tally]:
+    """Compare-and-move on exactly the ticked jobs, each against the state and attempts shown.
+
+    A chunk is one pipeline of independent scripts; each job moves or is
+    refused on its own, so a job that moved on since the page was drawn is
+    skipped, never acted on.
+    """
+    queue = validate_queue_name(queue)
+    if move not in SELECTION_MOVES:
+        raise InvalidInput(f"unknown move {move!r}")
+    if len(selected) > MAX_SELECTION:
+        raise InvalidInput(f"at most {MAX_SELECTION} jobs can be ticked at once, not {len(selected)}")
+    for start in range(0, len(selected), chunk):
+        part = selected[start:start + chunk]
+        calls: list[Any] = []
+        tally = Tally()
+        for item in part:
+            try:
+                calls.append(queue_moves.operator_move(move, queue, item.id, expect_state=item.state,
+                                                       expect_attempts=item.attempts, actor=mq.actor))
+            except InvalidInput as error:
+                calls.append(error)
+        runnable = [c for c in calls if not isinstance(c, Exception)]
+        results = iter(mq.run_many(runnable))
+        for item, call in zip(part, calls):
+            result = call if isinstance(call, Exception) else next(results)
+            tally.add(_outcome(item, result))
+        yield tally
+
+
+def _outcome(item: Selected, result: object) -> Tally:
+    seen = {"id": item.id, "state": item.state, "attempts": item.attempts}
+    if isinstance(result, MoveResult):
+        return Tally(moved=1, outcomes=[{**seen, "outcome": "moved", "text": result.describe()}])
+    if isinstance(result, Refused) and result.reason == "missing":
+        return Tally(missing=1, outcomes=[{**seen, "outcome": "missing", "text": result.describe()}])
+    if isinstance(result, Refused):
+        return Tally(skipped=1, outcomes=[{**seen, "outcome": "skipped", "text": result.describe()}])
+    return Tally(errors=1, outcomes=[{**seen, "outcome": "error", "text": str(result)}])
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    tally: Tally
+    cancelled: bool
+    seconds: float
+
+
+def drive(steps: Iterator[Tally], *, should_stop: Callable[[], bool] = lambda: False,
+          on_progress: Callable[[Tally], None] = lambda tally: None) -> RunEnd:
+    """Runs the steps one at a time until they end or ``should_stop()`` says so (checked between steps)."""
+    started = time.monotonic()
+    tally = Tally()
+    while not (cancelled := should_stop()):
+        step = next(steps, None)
+        if step is None:
+            break
+        tally.add(step)
+        on_progress(tally)
+    return RunEnd(tally, cancelled, time.monotonic() - started)

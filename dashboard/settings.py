@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "dashboard",
     "dashboard.orders",
+    "dashboard.actions",
 ]
 
 MIDDLEWARE = [

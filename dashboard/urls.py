@@ -18,4 +18,6 @@ urlpatterns = [
     path("job/", views.job_detail, name="job"),
     path("job/payload/", views.job_payload, name="job_payload"),
     path("find/", views.find, name="find"),
+    # Operator actions and the audit log (issue 4).
+    path("", include("dashboard.actions.urls")),
 ]

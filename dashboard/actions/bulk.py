@@ -76,63 +76,69 @@ class Tally:
         return text + (f", {self.errors} errors" if self.errors else "")
 
 
-def queue_steps(mq: EchoMQ, action: str, queue: str, *, older_than_ms: int = 0,
-                limit: int = DEFAULT_LIMIT) -> Iterator[Tally]:
-    """The steps of a queue-wide action; each yields the tally of one batch call.
+def queue_steps(mq: EchoMQ, action: str, queue: str, *, older_than_ms: int = 0, limit: int = DEFAULT_LIMIT,
+                actor: str | None = None) -> Iterator[Tally]:
+    """The steps of a queue-wide action, checked now and run as they are iterated: one batch call each.
 
     "retry all" only moves jobs that failed before it started, so a job that
     fails again during a long run is not retried twice by it.
     """
     queue = validate_queue_name(queue)
+    actor = mq.actor if actor is None else actor
     if action not in QUEUE_ACTIONS:
         raise InvalidInput(f"unknown queue action {action!r}")
+    limit = queue_moves._int(limit, "limit", 1, queue_moves.MAX_BATCH)
     make: Callable[[int], queue_moves.Call[queue_moves.BatchResult]]
     if action == "recover_all":
         def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.recover_expired(queue, limit=limit, actor=mq.actor, skip=skip)
+            return queue_moves.recover_expired(queue, limit=limit, actor=actor, skip=skip)
     elif action == "retry_all":
         cutoff = mq.server_time_ms(queue) + 1
 
         def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.retry_failed(queue, limit=limit, actor=mq.actor, failed_before_ms=cutoff, skip=skip)
+            return queue_moves.retry_failed(queue, limit=limit, actor=actor, failed_before_ms=cutoff, skip=skip)
     else:
         state = QUEUE_ACTIONS[action]
         queue_moves._int(older_than_ms, "older than (ms)", 0)
 
         def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.purge(queue, state, older_than_ms=older_than_ms, limit=limit, actor=mq.actor,
+            return queue_moves.purge(queue, state, older_than_ms=older_than_ms, limit=limit, actor=actor,
                                      skip=skip)
+    return _batch_tallies(mq, make)
+
+
+def _batch_tallies(mq: EchoMQ, make: Callable[[int], queue_moves.Call[queue_moves.BatchResult]]) -> Iterator[Tally]:
     for batch in mq.batches(make):
         yield Tally(moved=batch.moved, skipped=batch.skipped, missing=batch.missing)
 
 
-def selection_steps(mq: EchoMQ, move: str, queue: str, selected: list[Selected], *,
-                    chunk: int = SELECTION_CHUNK) -> Iterator[Tally]:
+def selection_steps(mq: EchoMQ, move: str, queue: str, selected: list[Selected], *, chunk: int = SELECTION_CHUNK,
+                    actor: str | None = None) -> Iterator[Tally]:
     """Compare-and-move on exactly the ticked jobs, each against the state and attempts shown.
 
-    A chunk is one pipeline of independent scripts; each job moves or is
-    refused on its own, so a job that moved on since the page was drawn is
+    Checked now (a bad item refuses the whole selection), run as iterated: a
+    chunk is one pipeline of independent scripts, so each job moves or is
+    refused on its own, and a job that moved on since the page was drawn is
     skipped, never acted on.
     """
-    queue = validate_queue_name(queue)
     if move not in SELECTION_MOVES:
         raise InvalidInput(f"unknown move {move!r}")
+    if not selected:
+        raise InvalidInput("no jobs were ticked")
     if len(selected) > MAX_SELECTION:
         raise InvalidInput(f"at most {MAX_SELECTION} jobs can be ticked at once, not {len(selected)}")
+    actor = mq.actor if actor is None else actor
+    calls = [queue_moves.operator_move(move, queue, item.id, expect_state=item.state, expect_attempts=item.attempts,
+                                       actor=actor) for item in selected]
+    return _selection_tallies(mq, selected, calls, chunk)
+
+
+def _selection_tallies(mq: EchoMQ, selected: list[Selected], calls: list[queue_moves.Call[MoveResult]],
+                       chunk: int) -> Iterator[Tally]:
     for start in range(0, len(selected), chunk):
-        part = selected[start:start + chunk]
-        calls: list[Any] = []
         tally = Tally()
-        for item in part:
-            try:
-                calls.append(queue_moves.operator_move(move, queue, item.id, expect_state=item.state,
-                                                       expect_attempts=item.attempts, actor=mq.actor))
-            except InvalidInput as error:
-                calls.append(error)
-        runnable = [c for c in calls if not isinstance(c, Exception)]
-        results = iter(mq.run_many(runnable))
-        for item, call in zip(part, calls):
-            result = call if isinstance(call, Exception) else next(results)
+        results = mq.run_many(calls[start:start + chunk])
+        for item, result in zip(selected[start:start + chunk], results):
             tally.add(_outcome(item, result))
         yield tally
 

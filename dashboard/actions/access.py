@@ -1,0 +1,31 @@
+"""Who may act: operators (the console's act permission), optionally only on some queues.
+
+Every action path asks here, on the server; hidden buttons are only a courtesy.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from dashboard.roles import can_act
+
+from .models import QueueGrant
+
+VIEWER_REFUSAL = "You are signed in as a viewer: viewers see everything and change nothing. Ask an admin for the operators role."
+
+
+def refusal(user: Any, queue: str | None = None) -> str | None:
+    """Why ``user`` may not act (on ``queue``), or None when they may."""
+    if not user.is_authenticated or not can_act(user):
+        return VIEWER_REFUSAL
+    if queue is None:
+        return None
+    patterns = list(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
+    if patterns and not any(fnmatchcase(queue, pattern) for pattern in patterns):
+        return f"You may act on the queues {', '.join(sorted(patterns))} only, not on {queue}."
+    return None
+
+
+def may_act(user: Any, queue: str | None = None) -> bool:
+    return refusal(user, queue) is None

@@ -1,0 +1,101 @@
+"""The audit log: every operator action, single or bulk, as one row, refusals included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class AuditEntry(models.Model):
+    class Scope(models.TextChoices):
+        JOB = "job", "one job"
+        SELECTION = "selection", "ticked jobs"
+        QUEUE = "queue", "whole queue"
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running", "running"
+        MOVED = "moved", "moved"
+        REFUSED = "refused", "refused"
+        FINISHED = "finished", "finished"
+        CANCELLED = "cancelled", "cancelled"
+        ERROR = "error", "error"
+
+    class Action(models.TextChoices):
+        RETRY = "retry", "retry"
+        RECOVER = "recover", "recover"
+        PROMOTE = "promote", "promote"
+        CANCEL = "cancel", "cancel"
+        DELETE = "delete", "delete"
+        RECOVER_ALL = "recover_all", "recover every lapsed lease"
+        RETRY_ALL = "retry_all", "retry every failed job"
+        PURGE_DONE = "purge_done", "purge done jobs"
+        PURGE_FAILED = "purge_failed", "purge failed jobs"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # A running bulk action writes its progress here; a stale value means its process stopped.
+    updated_at = models.DateTimeField(null=True, blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="audit_entries")
+    # Kept as text too, so the log still says who after the account is deleted.
+    username = models.CharField(max_length=150, db_index=True)
+    queue = models.CharField(max_length=128, db_index=True)
+    action = models.CharField(max_length=16, choices=Action.choices, db_index=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    # The jobs acted on, each as the page showed it: {"id", "state", "attempts"}.
+    jobs = models.JSONField(default=list, blank=True)
+    parameters = models.JSONField(default=dict, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
+    result = models.TextField(blank=True)
+    moved = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    missing = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    # What happened to each ticked job (selection runs): the jobs' entries plus "outcome" and "text".
+    outcomes = models.JSONField(default=list, blank=True)
+    cancel_requested_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit log"
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.action} on {self.queue}: {self.outcome}"
+
+    @property
+    def is_running(self) -> bool:
+        return self.outcome == self.Outcome.RUNNING
+
+    @property
+    def expected(self) -> str:
+        """The state (and attempts) the operator saw, for a single-job action."""
+        if self.scope != self.Scope.JOB or not self.jobs:
+            return ""
+        seen: dict[str, Any] = self.jobs[0]
+        return f"{seen.get('state', '')} (attempts {seen.get('attempts') or 'any'})"
+
+    @property
+    def tally(self) -> str:
+        if self.scope == self.Scope.JOB:
+            return ""
+        text = f"{self.moved} moved, {self.skipped} skipped because they had moved on, {self.missing} missing"
+        return text + (f", {self.errors} errors" if self.errors else "")
+
+
+class QueueGrant(models.Model):
+    """Restricts an operator to some queues. An operator without grants may act on every queue.
+
+    ``pattern`` is a queue name or a shell-style pattern (``billing-*``).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="queue_grants")
+    pattern = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "pattern"], name="one_grant_per_pattern")]
+
+    def __str__(self) -> str:
+        return f"{self.user} may act on {self.pattern}"

@@ -1,0 +1,101 @@
+"""Operator actions: check who may act, make the move with the queues library, record it.
+
+Views parse the request and call one function here. Single-job actions run
+at once (one script); bulk actions are checked here and handed to the runner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.utils import timezone
+
+from dashboard.services import emq
+from queues import InvalidInput, Refused, Unavailable
+from queues import moves as queue_moves
+
+from . import access, runner
+from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, selection_steps
+from .models import AuditEntry
+
+JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
+
+
+def actor_for(user: Any) -> str:
+    """How the queue's event stream names the mover: a job's history then says which operator it was."""
+    return f"console:{user.get_username()}"
+
+
+def _check(user: Any, queue: str) -> None:
+    reason = access.refusal(user, queue)
+    if reason is not None:
+        raise PermissionDenied(reason)
+
+
+def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> AuditEntry:
+    """One compare-and-move on one job, as the page showed it; the audit row carries the outcome.
+
+    Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
+    """
+    _check(user, queue)
+    if move not in JOB_MOVES:
+        raise InvalidInput(f"unknown action {move!r}")
+    if not expect_state:
+        raise InvalidInput("the state the page showed is required")
+    call = queue_moves.operator_move(move, queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                                     actor=actor_for(user))
+    seen = {"id": job_id, "state": expect_state, "attempts": expect_attempts}
+    try:
+        result = emq().run(call)
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome, text = AuditEntry.Outcome.MOVED, result.describe()
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=move, scope=AuditEntry.Scope.JOB, jobs=[seen],
+        outcome=outcome, result=text, moved=int(outcome == AuditEntry.Outcome.MOVED), finished_at=now, updated_at=now)
+
+
+def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
+              limit: int = DEFAULT_LIMIT) -> AuditEntry:
+    """Starts a queue-wide action in the background; returns its (running) audit row."""
+    _check(user, queue)
+    steps = queue_steps(emq(), action, queue, older_than_ms=older_than_ms, limit=limit, actor=actor_for(user))
+    parameters: dict[str, object] = {"from_state": QUEUE_ACTIONS[action], "limit": limit}
+    if action.startswith("purge"):
+        parameters["older_than_ms"] = older_than_ms
+    return _start(user, action, queue, AuditEntry.Scope.QUEUE, [], parameters, steps)
+
+
+def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected]) -> AuditEntry:
+    """Starts a compare-and-move on exactly the ticked jobs in the background."""
+    _check(user, queue)
+    steps = selection_steps(emq(), move, queue, selected, actor=actor_for(user))
+    jobs = [{"id": s.id, "state": s.state, "attempts": s.attempts} for s in selected]
+    return _start(user, move, queue, AuditEntry.Scope.SELECTION, jobs, {}, steps)
+
+
+def _start(user: Any, action: str, queue: str, scope: str, jobs: list[dict[str, str]], parameters: dict[str, object],
+           steps: Any) -> AuditEntry:
+    entry = AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=action, scope=scope, jobs=jobs,
+        parameters=parameters, outcome=AuditEntry.Outcome.RUNNING, updated_at=timezone.now())
+    runner.start(entry, steps)
+    return entry
+
+
+def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
+    """Asks a running bulk action to stop after its current step (any console process may be running it)."""
+    entry = AuditEntry.objects.get(pk=entry_id)
+    if entry.scope == AuditEntry.Scope.JOB:
+        raise InvalidInput("a single-job action cannot be cancelled")
+    _check(user, entry.queue)
+    if entry.is_running:
+        AuditEntry.objects.filter(pk=entry_id, cancel_requested_by="").update(cancel_requested_by=user.get_username())
+        runner.request_stop(entry_id)
+        entry.refresh_from_db()
+    return entry

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("actions/job/", views.job_action, name="action_job"),
+    path("actions/queue/", views.queue_action, name="action_queue"),
+    path("actions/selection/", views.selection_action, name="action_selection"),
+    path("actions/runs/<int:pk>/", views.run_detail, name="action_run"),
+    path("actions/runs/<int:pk>/cancel/", views.run_cancel, name="action_run_cancel"),
+    path("audit/", views.audit_log, name="audit_log"),
+]

@@ -1,0 +1,157 @@
+"""Action views: POST only, CSRF-checked, operators only; each answers in place (htmx) or as a page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from queues import InvalidInput, Unavailable
+
+from . import access, services
+from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
+from .models import AuditEntry
+
+View = Callable[..., HttpResponse]
+AUDIT_PAGE_SIZE = 50
+
+
+def _page_or_fragment(request: HttpRequest, fragment: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    """htmx gets the fragment to put in place; a plain form post gets a page around it."""
+    if getattr(request, "htmx", False):
+        return render(request, fragment, context, status=status)
+    return render(request, "dashboard/actions/page.html", {**context, "fragment": fragment}, status=status)
+
+
+def forbidden(request: HttpRequest, reason: str) -> HttpResponse:
+    return _page_or_fragment(request, "dashboard/actions/forbidden.html", {"reason": reason}, status=403)
+
+
+def operators_only(view: View) -> View:
+    """Anonymous: to the login page. Signed in without the right to act: a readable 403."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            if getattr(request, "htmx", False):
+                response = HttpResponse(status=401)
+                response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': request.headers.get('HX-Current-URL', '/')})}"
+                return response
+            return redirect_to_login(request.get_full_path())
+        reason = access.refusal(request.user)
+        if reason is not None:
+            return forbidden(request, reason)
+        try:
+            return view(request, *args, **kwargs)
+        except PermissionDenied as denied:
+            return forbidden(request, str(denied))
+        except InvalidInput as error:
+            return _page_or_fragment(request, "dashboard/actions/result.html",
+                                     {"kind": "error", "text": f"not done: {error}"}, status=400)
+        except Unavailable as error:
+            return _page_or_fragment(request, "dashboard/actions/result.html",
+                                     {"kind": "error", "text": f"not done: {error}"}, status=503)
+
+    return wrapper
+
+
+@require_POST
+@operators_only
+def job_action(request: HttpRequest) -> HttpResponse:
+    data = request.POST
+    fields = {"queue": data.get("q", ""), "job_id": data.get("id", ""), "move": data.get("move", ""),
+              "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
+    if fields["move"] == "delete" and data.get("confirm") != "yes":
+        access_reason = access.refusal(request.user, fields["queue"])
+        if access_reason is not None:
+            return forbidden(request, access_reason)
+        return _page_or_fragment(request, "dashboard/actions/confirm_delete.html", fields)
+    entry = services.job_act(user=request.user, **fields)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
+def _ms(text: str, what: str) -> int:
+    if not text.strip().isdigit():
+        raise InvalidInput(f"{what} must be a whole number of milliseconds, not {text!r}")
+    return int(text)
+
+
+def _started(request: HttpRequest, entry: AuditEntry) -> HttpResponse:
+    if getattr(request, "htmx", False):
+        return render(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": True})
+    return HttpResponseRedirect(reverse("action_run", args=[entry.pk]))
+
+
+@require_POST
+@operators_only
+def queue_action(request: HttpRequest) -> HttpResponse:
+    action = request.POST.get("action", "")
+    if action not in QUEUE_ACTIONS:
+        raise InvalidInput(f"unknown queue action {action!r}")
+    older = _ms(request.POST.get("older_than_ms", "0"), "older than") if action.startswith("purge") else 0
+    entry = services.queue_act(user=request.user, action=action, queue=request.POST.get("q", ""), older_than_ms=older)
+    return _started(request, entry)
+
+
+@require_POST
+@operators_only
+def selection_action(request: HttpRequest) -> HttpResponse:
+    move = request.POST.get("move", "")
+    if move not in SELECTION_MOVES:
+        raise InvalidInput(f"unknown action {move!r}")
+    selected = [Selected.parse(text) for text in request.POST.getlist("job")]
+    entry = services.selection_act(user=request.user, move=move, queue=request.POST.get("q", ""), selected=selected)
+    return _started(request, entry)
+
+
+@require_POST
+@operators_only
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(AuditEntry, pk=pk)
+    entry = services.run_cancel(user=request.user, entry_id=pk)
+    return _page_or_fragment(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": True})
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    entry = get_object_or_404(AuditEntry, pk=pk)
+    return _page_or_fragment(request, "dashboard/actions/run.html",
+                             {"entry": entry, "can_cancel": access.may_act(request.user, entry.queue)})
+
+
+@require_GET
+@login_required
+def audit_log(request: HttpRequest) -> HttpResponse:
+    filters = {name: request.GET.get(name, "").strip() for name in ("user", "queue", "action", "outcome")}
+    entries = AuditEntry.objects.all()
+    if filters["user"]:
+        entries = entries.filter(username=filters["user"])
+    if filters["queue"]:
+        entries = entries.filter(queue=filters["queue"])
+    if filters["action"]:
+        entries = entries.filter(action=filters["action"])
+    if filters["outcome"]:
+        entries = entries.filter(outcome=filters["outcome"])
+    page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = urlencode({k: v for k, v in filters.items() if v})
+    context = {
+        "page": page, "filters": filters, "query": query,
+        "actions": AuditEntry.Action.choices, "outcomes": AuditEntry.Outcome.choices,
+        "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
+        "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
+    }
+    if getattr(request, "htmx", False) and request.headers.get("HX-Target") == "audit-rows":
+        return render(request, "dashboard/actions/audit_rows.html", context)
+    return render(request, "dashboard/actions/audit_log.html", context)

@@ -1,0 +1,105 @@
+"""A real daphne serving the console (its own SQLite file, its own redis-server) and real Chromium.
+
+Run in their own pytest session (``-p no:asyncio``): sync Playwright needs
+the event loop that pytest-asyncio would otherwise own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.redis_servers import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+USERNAME, PASSWORD = "vera", "vera-password"
+
+
+@dataclass
+class Console:
+    url: str
+    redis: RedisServer
+    env: dict[str, str]
+
+    def cli(self, *args: str) -> str:
+        """Runs the ``emq`` CLI against the console's Redis; returns its output."""
+        done = subprocess.run([sys.executable, "-m", "queues", *args], env=self.env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=30, check=True)
+        return done.stdout.strip()
+
+
+def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited with {process.returncode}")
+        try:
+            urllib.request.urlopen(url + "login/", timeout=1)
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not answer")
+
+
+@pytest.fixture(scope="session")
+def console() -> Iterator[Console]:
+    redis = RedisServer().start()
+    workdir = Path(tempfile.mkdtemp(prefix="emq-console-"))
+    port = free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "browser-tests-only-" + "x" * 40,
+           "EMQ_REDIS_URL": redis.url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
+           "PYTHONPATH": str(ROOT)}
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
+    subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
+                    f"user_create(username={USERNAME!r}, password={PASSWORD!r}, role='viewers')"],
+                   env=env, cwd=ROOT, check=True, timeout=60)
+    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "dashboard.asgi:application"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=open(workdir / "daphne.log", "wb"))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_for_http(url, daphne)
+        yield Console(url, redis, env)
+    finally:
+        daphne.terminate()
+        try:
+            daphne.wait(10)
+        except subprocess.TimeoutExpired:
+            daphne.kill()
+        redis.cleanup()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(console.url + "login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(console.url)
+    yield page
+    context.close()

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.presenters import dom_id
+from tests.browser.conftest import Console
+
+pytestmark = pytest.mark.browser
+
+
+def wait_until_live(page: Page) -> None:
+    """The page's WebSocket has delivered its first fragments (the clock carries the server time)."""
+    page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0"
+                           " && !!document.querySelector('main[ws-connect]')", timeout=5000)
+    page.wait_for_timeout(600)
+
+
+def test_a_count_changes_within_a_second_of_a_cli_move_without_a_reload(page: Page, console: Console) -> None:
+    console.cli("enqueue", "cli-mail", '{"n": 1}')
+    page.goto(console.url)
+    due = page.locator(f"#{dom_id('q', 'cli-mail')} td.pending")
+    expect(due).to_have_text("1")
+    wait_until_live(page)
+    page.evaluate("window.notReloaded = true")
+
+    console.cli("enqueue", "cli-mail", '{"n": 2}')
+    moved = time.monotonic()
+    expect(due).to_have_text("2", timeout=1000)
+    seen = time.monotonic() - moved
+
+    assert page.evaluate("window.notReloaded") is True
+    assert seen < 1.0
+
+
+def test_a_lease_countdown_goes_down_even_on_a_skewed_clock(page: Page, console: Console) -> None:
+    console.cli("enqueue", "cli-leases", '{"n": 1}', "--id", "leased")
+    console.cli("claim", "cli-leases", "--lease-ms", "60000")
+    # The laptop's clock is an hour fast: the countdown must still follow Redis's.
+    page.clock.install(time=datetime.now() + timedelta(hours=1))
+    page.goto(console.url + "job/?q=cli-leases&id=leased")
+    countdown = page.locator("#job-core .countdown")
+
+    first = _seconds_left(countdown.inner_text())
+    page.wait_for_timeout(1500)
+    second = _seconds_left(countdown.inner_text())
+
+    assert 50 < first <= 60
+    assert first - 2.5 < second < first
+
+
+def _seconds_left(text: str) -> float:
+    match = re.fullmatch(r"(\d+(?:\.\d)?) s left", text.strip())
+    assert match, f"not a countdown: {text!r}"
+    return float(match.group(1))
+
+
+def test_the_banner_appears_when_redis_stops_and_goes_when_it_returns(page: Page, console: Console) -> None:
+    console.cli("enqueue", "cli-outage", '{"n": 1}')
+    page.goto(console.url)
+    wait_until_live(page)
+    banner = page.locator("#redis-status")
+    expect(banner).to_be_hidden()
+
+    console.redis.stop()
+    try:
+        expect(banner).to_be_visible(timeout=2000)
+    finally:
+        console.redis.start()
+    expect(banner).to_be_hidden(timeout=5000)
+
+    console.cli("enqueue", "cli-after", '{"n": 1}')
+    expect(page.locator(f"#{dom_id('q', 'cli-after')} td.pending")).to_have_text("1", timeout=5000)

@@ -205,6 +205,32 @@ def complete(queue: str, job_id: str, token: object, *, actor: str = "") -> Call
     return _lease_call("complete", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
 
 
+def complete_many(queue: str, jobs: list[tuple[str, object]], *, actor: str = "") -> Call[list[int | Refused]]:
+    """Completes several held jobs in one script, each fenced on its own.
+
+    ``jobs`` is a list of (id, token). The result has one entry per job, in
+    order: the finish time (ms) or the :class:`Refused` that job got.
+    """
+    keys = QueueKeys(queue)
+    if not 1 <= len(jobs) <= MAX_BATCH:
+        raise InvalidInput(f"give between 1 and {MAX_BATCH} jobs, not {len(jobs)}")
+    args: list[Any] = [actor]
+    ids: list[str] = []
+    for job_id, token in jobs:
+        fencing = FencingToken.parse(token)
+        ids.append(validate_job_id(job_id))
+        args += [job_id, fencing.attempts, fencing.claim_id]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a job is given twice")
+
+    def parse(reply: list[Any]) -> list[int | Refused]:
+        finished = int(_text(reply[0]))
+        return [finished if not isinstance(r, list) else _refusal("complete", job_id, r)
+                for job_id, r in zip(ids, reply[1:])]
+
+    return Call("complete_many", keys.script_keys(None), args, parse)
+
+
 def fail(queue: str, job_id: str, token: object, *, error: str = "", backoff_ms: int = DEFAULT_BACKOFF_MS,
          actor: str = "") -> Call[str]:
     """Returns the state the job went to: pending (will be retried) or failed."""

@@ -83,6 +83,15 @@ def load_handler(spec: str) -> Handler:
     return target  # type: ignore[no-any-return]
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (a worker's many small round trips cost less on it)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop  # type: ignore[no-any-return]
+
+
 def _is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))
 
@@ -155,7 +164,10 @@ class Worker:
         self._held: dict[str, _Held] = {}
         self._outbox: list[_Held] = []
         self._wake = asyncio.Event()
+        self._interrupt = asyncio.Event()
         self._hurry = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._in_grace = False
         self._clock_offset_ms: int | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -168,7 +180,8 @@ class Worker:
         back, the process exits (status 0) instead of returning: Python cannot
         stop a thread, and waiting for it would keep the process alive for nothing.
         """
-        stats = asyncio.run(self._serve_until_signalled())
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            stats = runner.run(self._serve_until_signalled())
         if self._pool is not None and any(t.is_alive() for t in getattr(self._pool, "_threads", ())):
             # Python cannot stop a thread; the jobs of the handlers still in one
             # have been handed back, so nothing is gained by waiting for them.
@@ -186,6 +199,7 @@ class Worker:
             if stop.is_set():
                 log.info("second %s: handing back running jobs now", signal.Signals(signum).name)
                 self._hurry.set()
+                self._hurry_or_wake()
             else:
                 log.info("%s: stopping; running handlers get %d ms", signal.Signals(signum).name, self.grace_ms)
                 stop.set()
@@ -201,8 +215,7 @@ class Worker:
     async def serve(self, stop: asyncio.Event | None = None) -> WorkerStats:
         """Works until ``stop`` is set, then shuts down gracefully; returns the tallies."""
         stop = stop or asyncio.Event()
-        self._wake = asyncio.Event()
-        self._hurry = asyncio.Event()
+        self._stop, self._in_grace = stop, False
         client = self._client or await self._connect(stop)
         if client is None:
             return self.stats
@@ -249,7 +262,7 @@ class Worker:
 
     async def _relay(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        self._wake.set()
+        self._hurry_or_wake()
 
     # The exchange: outcomes out, new jobs in, one pipeline per round trip -----
 
@@ -261,6 +274,7 @@ class Worker:
             now = time.monotonic()
             if stop.is_set() and grace_end is None:
                 grace_end = now + self.grace_ms / 1000
+                self._in_grace = True
             if grace_end is not None:
                 if not self._held:
                     return
@@ -268,20 +282,13 @@ class Worker:
                     await self._hand_back(client)
                     return
             reports = self._take_reports()
-            reporting = len(reports)
-            free = self.concurrency - len(self._held) + reporting
+            free = self.concurrency - len(self._held) + len(reports)
             want = min(free, self.batch) if grace_end is None and now >= next_claim else 0
             if not reports and want <= 0:
-                timeout = None
-                if grace_end is not None:
-                    timeout = grace_end - now
-                elif free > 0:
-                    timeout = next_claim - now
-                self._wake.clear()
-                if not self._outbox:
-                    await _wait(self._wake, timeout, also=self._hurry)
+                timeout = grace_end - now if grace_end is not None else next_claim - now if free > 0 else None
+                await self._sleep(timeout)
                 continue
-            calls: list[Call[Any]] = [h.report for h in reports]  # type: ignore[misc]
+            groups, calls = self._report_calls(reports)
             if want > 0:
                 calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=want))
             try:
@@ -291,16 +298,35 @@ class Worker:
                 log.warning("redis unavailable (%s); retrying in %.1f s", error, backoff)
                 self._requeue(reports)
                 next_claim = time.monotonic() + backoff
-                await _wait(self._hurry, backoff)
+                await self._sleep(backoff if grace_end is None else min(backoff, grace_end - now),
+                                  wake_on_outcome=False)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
                 continue
             backoff = 0.1
-            retry_reports = [h for h, result in zip(reports, results) if not self._settle(h, result)]
-            self._requeue(retry_reports)
+            retry = self._settle_groups(groups, results)
+            self._requeue(retry)
             if want > 0:
                 next_claim = self._take_claim(results[-1])
-            if retry_reports:
+            if retry:
                 await asyncio.sleep(0.05)
+
+    async def _sleep(self, timeout: float | None, *, wake_on_outcome: bool = True) -> None:
+        """Sleeps ``timeout`` seconds at most; a stop, a hurry and (when asked) a ready outcome wake it."""
+        if timeout is not None and timeout <= 0:
+            return
+        event = self._wake if wake_on_outcome else self._interrupt
+        event.clear()
+        # Callbacks run on this loop, so nothing can be set between the clear and these checks.
+        if (wake_on_outcome and self._outbox) or (self._stop.is_set() and not self._in_grace) or self._hurry.is_set():
+            return
+        if timeout is None:
+            await event.wait()
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await event.wait()
+        except TimeoutError:
+            pass
 
     def _take_reports(self) -> list[_Held]:
         reports = [h for h in self._outbox if not h.lost and not h.handed_back]
@@ -313,6 +339,28 @@ class Worker:
         for h in reports:
             h.sent = False
         self._outbox = reports + self._outbox
+
+    def _report_calls(self, reports: list[_Held]) -> tuple[list[list[_Held]], list[Call[Any]]]:
+        """One ``complete_many`` per 1000 completions, one ``fail`` per failure; returns them with their jobs."""
+        done = [h for h in reports if h.outcome == "complete"]
+        groups = [done[i:i + moves.MAX_BATCH] for i in range(0, len(done), moves.MAX_BATCH)]
+        calls: list[Call[Any]] = [moves.complete_many(self.queue, [(h.job.id, h.job.token) for h in group],
+                                                      actor=self.actor) for group in groups]
+        for h in reports:
+            if h.outcome != "complete":
+                groups.append([h])
+                calls.append(h.report)  # type: ignore[arg-type]
+        return groups, calls
+
+    def _settle_groups(self, groups: list[list[_Held]], results: list[Any]) -> list[_Held]:
+        """Books each report's answer; returns the reports to send again (Redis was not reached)."""
+        retry: list[_Held] = []
+        for group, result in zip(groups, results):
+            answers = result if isinstance(result, list) else [result] * len(group)
+            for h, answer in zip(group, answers):
+                if not self._settle(h, answer):
+                    retry.append(h)
+        return retry
 
     def _settle(self, h: _Held, result: Any) -> bool:
         """Books a report's answer; False when it must be sent again (Redis was not reached)."""
@@ -354,6 +402,11 @@ class Worker:
         server_now = int(time.time() * 1000) + self._clock_offset_ms
         return min(max(next_due_ms - server_now, 1) / 1000, longest)
 
+    def _hurry_or_wake(self) -> None:
+        # A stop or a hurry wakes both sleeps: the idle one and the back-off after a connection error.
+        self._wake.set()
+        self._interrupt.set()
+
     # Handlers ----------------------------------------------------------------
 
     def _start(self, job: ClaimedJob) -> None:
@@ -382,7 +435,7 @@ class Worker:
             h.outcome, h.report = "fail", moves.fail(self.queue, h.job.id, h.job.token, error=error_text(error),
                                                     backoff_ms=self.backoff_ms, actor=self.actor)
         else:
-            h.outcome, h.report = "complete", moves.complete(self.queue, h.job.id, h.job.token, actor=self.actor)
+            h.outcome = "complete"
         self._outbox.append(h)
         self._wake.set()
 
@@ -440,12 +493,13 @@ class Worker:
     async def _hand_back(self, client: AsyncEchoMQ) -> None:
         """Releases every job whose handler has not finished, after sending the outcomes that are ready."""
         reports = self._take_reports()
-        running = [h for h in self._held.values() if h.report is None and not h.lost]
+        running = [h for h in self._held.values() if not h.outcome and not h.lost]
         for h in running:
             h.handed_back = True
             if self._async and h.running is not None:
                 h.running.cancel()
-        calls: list[Call[Any]] = [h.report for h in reports]  # type: ignore[misc]
+        groups, calls = self._report_calls(reports)
+        reported = len(calls)
         calls += [moves.release(self.queue, h.job.id, h.job.token, actor=self.actor) for h in running]
         for attempt in range(3):
             try:
@@ -459,9 +513,8 @@ class Worker:
             log.error("could not hand back %d jobs: their leases will lapse and the sweep will recover them",
                       len(running))
             return
-        for h, result in zip(reports, results):
-            self._settle(h, result)
-        for h, result in zip(running, results[len(reports):]):
+        self._settle_groups(groups, results[:reported])
+        for h, result in zip(running, results[reported:]):
             self._held.pop(h.job.id, None)
             if isinstance(result, Exception):
                 log.warning("release of job %s refused: %s", h.job.id, result)
@@ -471,18 +524,13 @@ class Worker:
             await asyncio.gather(*(h.running for h in running if h.running is not None), return_exceptions=True)
 
 
-async def _wait(event: asyncio.Event, timeout: float | None, *, also: asyncio.Event | None = None) -> None:
-    """Waits until ``event`` (or ``also``) is set or ``timeout`` seconds pass."""
-    if timeout is not None and timeout <= 0:
-        return
-    waiters = [asyncio.ensure_future(event.wait())]
-    if also is not None:
-        waiters.append(asyncio.ensure_future(also.wait()))
+async def _wait(event: asyncio.Event, timeout: float) -> None:
+    """Waits until ``event`` is set or ``timeout`` seconds pass."""
     try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waiters:
-            w.cancel()
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        pass
 
 
-__all__ = ["Worker", "WorkerStats", "Handler", "load_handler", "error_text"]
+__all__ = ["Worker", "WorkerStats", "Handler", "load_handler", "error_text", "event_loop_factory"]

@@ -197,6 +197,23 @@ async def test_it_keeps_working_when_redis_goes_away_and_comes_back() -> None:
         server.cleanup()
 
 
+async def test_it_reloads_its_scripts_after_a_script_flush(mq: EchoMQ, redis_url: str) -> None:
+    ids = mq.enqueue_many("mail", [str(i) for i in range(200)])
+    flushed = threading.Event()
+
+    def handle(job: ClaimedJob) -> None:
+        if not flushed.is_set():
+            flushed.set()
+            mq.redis.script_flush()
+
+    worker = Worker(queue="mail", handler=handle, url=redis_url, concurrency=4)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 200)
+
+    assert flushed.is_set()
+    assert (stats.completed, stats.refused_reports) == (200, 0)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 200}
+
+
 async def test_stopping_lets_running_handlers_finish_within_the_grace_period(mq: EchoMQ, redis_url: str) -> None:
     ids = mq.enqueue_many("mail", [str(i) for i in range(10)])
     started = asyncio.Event()

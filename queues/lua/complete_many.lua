@@ -1,0 +1,56 @@
+--@include common.lua
+-- complete_many: the lease holder finished several jobs; each goes active ->
+-- done exactly as `complete` moves one, and each is fenced on its own: a job
+-- whose lease is no longer the caller's is refused and left as it is, while
+-- the others complete. One call instead of one per job is what lets a worker
+-- report a batch cheaply; it weakens nothing, because every job's lease is
+-- checked before the first write of the call.
+--
+-- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
+-- ARGV: 1 actor, then for each job (1..1000 jobs, each id once):
+--       id, attempts (the fencing token), claim_id
+-- Reply: {finished_ms, then one entry per job, in order:
+--         'OK' | {'REFUSED', reason, state, attempts}}
+--        reason: missing | state | token
+-- Errors (nothing written): bad keys, a bad job count, attempts or a
+-- repeated id.
+local actor = ARGV[1]
+local err = check_keys(nil)
+if err then return err end
+local count = (#ARGV - 1) / 3
+if count < 1 or count > 1000 or count ~= math.floor(count) then
+  return bad_arg('give 1..1000 jobs, each as id, attempts, claim_id')
+end
+local seen = {}
+for i = 0, count - 1 do
+  local id, token = ARGV[2 + 3 * i], to_int(ARGV[3 + 3 * i])
+  if id == '' then return bad_arg('job id must not be empty') end
+  if token == nil or token < 1 then return bad_arg('attempts must be an integer >= 1') end
+  if seen[id] then return bad_arg('job ' .. id .. ' is given twice') end
+  seen[id] = true
+end
+
+local reply = {}
+local ok = {}
+for i = 0, count - 1 do
+  local id, token, claim_id = ARGV[2 + 3 * i], to_int(ARGV[3 + 3 * i]), ARGV[4 + 3 * i]
+  local refused = check_lease(PREFIX .. 'job:' .. id, KEYS[2], id, token, claim_id)
+  reply[i + 2] = refused or 'OK'
+  if not refused then ok[#ok + 1] = i end
+end
+
+local now = now_ms()
+reply[1] = tostring(now)
+if #ok == 0 then return reply end
+local ids, scored = {}, {}
+for _, i in ipairs(ok) do
+  local id = ARGV[2 + 3 * i]
+  ids[#ids + 1] = id
+  scored[#scored + 1] = now
+  scored[#scored + 1] = id
+  redis.call('HSET', PREFIX .. 'job:' .. id, 'state', 'done', 'finished_at', now)
+  emit(KEYS[5], 'complete', id, 'active', 'done', to_int(ARGV[3 + 3 * i]), actor, now)
+end
+redis.call('ZREM', KEYS[2], unpack(ids))
+redis.call('ZADD', KEYS[3], unpack(scored))
+return reply

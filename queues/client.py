@@ -293,15 +293,20 @@ class EchoMQ(_Moves):
 
     def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
                      max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
-        """Enqueue in pipelined chunks; returns the new ids. Each enqueue is its own atomic script."""
+        """Enqueue with one ``enqueue_many`` script per ``chunk`` jobs, pipelined; returns the new ids."""
+        chunk = moves._int(chunk, "chunk", 1, moves.MAX_BATCH)
+        calls = [moves.enqueue_many(queue, payloads[start:start + chunk], delay_ms=delay_ms,
+                                    max_attempts=max_attempts, actor=self.actor)
+                 for start in range(0, len(payloads), chunk)]
         ids: list[str] = []
-        for start in range(0, len(payloads), chunk):
-            calls = [moves.enqueue(queue, p, delay_ms=delay_ms, max_attempts=max_attempts, actor=self.actor)
-                     for p in payloads[start:start + chunk]]
-            for result in self.run_many(calls):
+        for start in range(0, len(calls), 10):
+            for result in self.run_many(calls[start:start + 10]):
                 if isinstance(result, Exception):
                     raise result
-                ids.append(result)
+                for entry in result:
+                    if isinstance(entry, Exception):
+                        raise entry
+                    ids.append(entry)
         return ids
 
     def batches(self, make: Any) -> Iterator[BatchResult]:

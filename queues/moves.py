@@ -160,6 +160,29 @@ def enqueue(queue: str, payload: object, *, job_id: str | None = None, delay_ms:
                 registers=keys.queue)
 
 
+def enqueue_many(queue: str, payloads: list[object], *, job_ids: list[str] | None = None, delay_ms: int = 0,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, actor: str = "") -> Call[list[str | Duplicate]]:
+    """Adds up to 1000 jobs in one script; each entry of the result is the id or its :class:`Duplicate`."""
+    keys = QueueKeys(queue)
+    if not 1 <= len(payloads) <= MAX_BATCH:
+        raise InvalidInput(f"give between 1 and {MAX_BATCH} payloads, not {len(payloads)}")
+    if job_ids is not None and len(job_ids) != len(payloads):
+        raise InvalidInput(f"{len(job_ids)} ids for {len(payloads)} payloads")
+    ids = [validate_job_id(i) for i in job_ids] if job_ids is not None else [new_job_id() for _ in payloads]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a job id is given twice")
+    args: list[Any] = [_int(delay_ms, "delay_ms", 0, 10 * 365 * 86_400_000),
+                       _int(max_attempts, "max_attempts", 1, 1_000_000), actor]
+    for job_id, payload in zip(ids, payloads):
+        args += [job_id, _payload(payload)]
+
+    def parse(reply: list[Any]) -> list[str | Duplicate]:
+        return [job_id if not isinstance(r, list) else Duplicate(job_id, _text(r[1]), _text(r[2]))
+                for job_id, r in zip(ids, reply[1:])]
+
+    return Call("enqueue_many", keys.script_keys(None), args, parse, registers=keys.queue)
+
+
 def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", count: int = 1,
           claim_id: str | None = None) -> Call[list[ClaimedJob]]:
     """Raises :class:`NothingToClaim` (with ``next_due_ms``) when nothing is due."""

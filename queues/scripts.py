@@ -18,7 +18,7 @@ LUA_DIR: Final = Path(__file__).with_name("lua")
 _INCLUDE = re.compile(r"^--@include ([\w.]+)$", re.MULTILINE)
 
 MOVES: Final = (
-    "enqueue", "claim", "extend", "complete", "complete_many", "fail", "release",
+    "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
     "retry", "recover", "promote", "cancel", "delete",
     "recover_expired", "retry_failed", "purge",
     "admit_order",

@@ -18,14 +18,13 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 
+from dashboard.consumers import BAD_REQUEST, NOT_LOGGED_IN
 from queues import InvalidInput
 
 from . import access, services
 from .models import AuditEntry
 
 PUSH_EVERY_S: Final = 0.25
-NOT_LOGGED_IN: Final = 4401
-BAD_REQUEST: Final = 4400
 
 
 class RunConsumer(AsyncWebsocketConsumer):

@@ -110,7 +110,8 @@ def selection_action(request: HttpRequest) -> HttpResponse:
     move = request.POST.get("move", "")
     if move not in SELECTION_MOVES:
         raise InvalidInput(f"unknown action {move!r}")
-    selected = [Selected.parse(text) for text in request.POST.getlist("job")]
+    # A box ticked twice (or sent twice by a form) is still one job to move once.
+    selected = [Selected.parse(text) for text in dict.fromkeys(request.POST.getlist("job"))]
     entry = services.selection_act(user=request.user, move=move, queue=request.POST.get("q", ""), selected=selected)
     return _started(request, entry)
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from queues import reads
+from queues import EmqError, reads
 from queues.follower import Follower, Update, job_history
 from queues.reads import QueueStats
 
-from . import presenters
+from . import presenters, rows as row_html
 
 
 def _render(template: str, context: dict[str, Any]) -> str:
@@ -36,6 +36,9 @@ def _common(follower: Follower, now_ms: int, *, status: bool) -> str:
 class LivePage(ABC):
     # The queues this page watches; None: every registered queue.
     queues: frozenset[str] | None
+    # A read for this page failed (Redis went away mid-render, or a pooled
+    # connection was stale after a restart): render everything at the next update.
+    stale: bool = False
 
     @abstractmethod
     async def full(self, follower: Follower) -> list[str]:
@@ -69,8 +72,9 @@ class OverviewPage(LivePage):
     def _table(self, follower: Follower) -> str:
         names = self._names(follower)
         self.shown = set(names)
+        rows = self._rows(follower, names)
         return _render("dashboard/_overview_rows.html",
-                       {"rows": self._rows(follower, names), "cluster": follower.cluster})
+                       {"rows": rows, "rows_html": row_html.overview_rows(rows, cluster=follower.cluster)})
 
     async def full(self, follower: Follower) -> list[str]:
         return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower)]
@@ -85,8 +89,7 @@ class OverviewPage(LivePage):
         elif names:
             rows = self._rows(follower, sorted(names & self.shown))
             # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
-            messages.append("".join(_render("dashboard/_overview_row.html", {"row": row, "cluster": follower.cluster})
-                                    for row in rows))
+            messages.append(row_html.overview_rows(rows, cluster=follower.cluster, oob=True))
         return messages
 
 
@@ -98,11 +101,15 @@ class QueuePage(LivePage):
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True)]
-        stats, page = await follower.mq.run_many([reads.stats(self.window.queue),
-                                                  reads.page(self.window.queue, self.window.state, **self.window.where())])
-        if isinstance(stats, Exception) or isinstance(page, Exception):
+        try:
+            stats, page = await follower.mq.run_many([
+                reads.stats(self.window.queue), reads.page(self.window.queue, self.window.state, **self.window.where())])
+        except EmqError:
+            stats = page = None
+        self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
+        if self.stale:
             return [_common(follower, 0, status=True)]
-        context = presenters.queue_context(self.window, stats, page, follower.throughput)
+        context = row_html.queue_page_context(self.window, stats, page, follower.throughput)
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", context)]
@@ -110,7 +117,7 @@ class QueuePage(LivePage):
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:
             return [_common(follower, 0, status=True)] if update.up is not None else []
-        if update.changed(self.window.queue) or update.tick or update.up is not None:
+        if self.stale or update.changed(self.window.queue) or update.tick or update.up is not None:
             return await self.full(follower)
         return []
 
@@ -123,8 +130,13 @@ class JobPage(LivePage):
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True)]
-        view = await follower.mq.run(reads.job(self.queue, self.job_id))
-        history = await job_history(follower.mq, self.queue, self.job_id)
+        try:
+            view = await follower.mq.run(reads.job(self.queue, self.job_id))
+            history = await job_history(follower.mq, self.queue, self.job_id)
+        except EmqError:
+            self.stale = True
+            return [_common(follower, 0, status=True)]
+        self.stale = False
         detail = presenters.job_detail(view, history)
         return [_common(follower, view.now_ms, status=True)
                 + _render("dashboard/_job_core.html", {"detail": detail})
@@ -133,6 +145,6 @@ class JobPage(LivePage):
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:
             return [_common(follower, 0, status=True)] if update.up is not None else []
-        if update.job_changed(self.queue, self.job_id) or update.up is not None:
+        if self.stale or update.job_changed(self.queue, self.job_id) or update.up is not None:
             return await self.full(follower)
         return []

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.middleware.csrf import get_token
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +21,7 @@ from queues.connection import is_cluster_client
 from queues.follower import find_job, queue_location
 from queues.reads import QueueStats
 
-from . import presenters
+from . import presenters, rows as row_html
 from .services import emq, live_follower, read
 
 
@@ -56,7 +57,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     locations = {n: queue_location(client, n) for n in names} if cluster else {}
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
-    context.update(rows=rows, totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
+    context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster),
+                   totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
     if _wants_fragment(request, "overview-rows"):
         return render(request, "dashboard/_overview_rows.html", context)
     return render(request, "dashboard/overview.html", context)
@@ -80,7 +82,8 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     follower = live_follower()
-    context.update(presenters.queue_context(window, stats, page, follower.throughput if follower else None))
+    context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
+                                               csrf_token=get_token(request)))
     if _wants_fragment(request, "queue-jobs"):
         return render(request, "dashboard/_queue_jobs.html", context)
     return render(request, "dashboard/queue.html", context)

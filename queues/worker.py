@@ -5,11 +5,13 @@ complete, raising means fail (the error text is kept as ``last_error`` and the
 job is retried after a backoff while attempts remain). A plain function runs
 in a thread pool; a coroutine function is awaited on the worker's loop.
 
-Every exchange with Redis is one pipeline of independent moves, each still its
-own atomic script: the outcomes that are ready plus one ``claim`` of up to as
-many jobs as there are free slots. A job holds its slot from its claim until
-its outcome is acknowledged, so the worker never holds more leases than its
-concurrency. A heartbeat extends every held lease each ``lease_ms / 3``; a job
+Every round trip to Redis is one pipeline of independent moves, each still its
+own atomic script: one ``complete_many`` for the completions that are ready,
+one ``fail`` per failure, and one ``claim`` of up to as many jobs as there are
+free slots. Two such rounds may be in flight at once (each claiming at most
+half the slots), so that Redis and the handlers work at the same time. A job
+holds its slot from its claim until its outcome is acknowledged, so the worker
+never holds more leases than its concurrency. A heartbeat extends every held lease each ``lease_ms / 3``; a job
 whose extend is refused is lost (an operator cancelled it, or it lapsed and
 was recovered): its result is never reported and an async handler is
 cancelled. The same heartbeat sweeps lapsed leases of dead workers back with
@@ -47,6 +49,7 @@ Handler = Callable[[ClaimedJob], Union[Any, Awaitable[Any]]]
 
 MAX_ERROR_CHARS = 2000
 MAX_BACKOFF_S = 5.0
+MAX_ROUNDS_IN_FLIGHT = 2
 
 
 def load_handler(spec: str) -> Handler:
@@ -168,6 +171,10 @@ class Worker:
         self._hurry = asyncio.Event()
         self._stop = asyncio.Event()
         self._in_grace = False
+        self._reporting = self._claiming = 0
+        self._round_size = self.batch
+        self._next_claim = self._pause_until = 0.0
+        self._backoff = 0.1
         self._clock_offset_ms: int | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -216,6 +223,9 @@ class Worker:
         """Works until ``stop`` is set, then shuts down gracefully; returns the tallies."""
         stop = stop or asyncio.Event()
         self._stop, self._in_grace = stop, False
+        # Two rounds of half the slots each keep Redis and this process busy at the same time.
+        self._round_size = min(self.batch, -(-self.concurrency // 2) if self.concurrency >= 4 else self.concurrency)
+        self._next_claim = self._pause_until = 0.0
         client = self._client or await self._connect(stop)
         if client is None:
             return self.stats
@@ -267,57 +277,89 @@ class Worker:
     # The exchange: outcomes out, new jobs in, one pipeline per round trip -----
 
     async def _exchange(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
-        next_claim = 0.0
-        backoff = 0.1
-        grace_end: float | None = None
-        while True:
-            now = time.monotonic()
-            if stop.is_set() and grace_end is None:
-                grace_end = now + self.grace_ms / 1000
-                self._in_grace = True
-            if grace_end is not None:
-                if not self._held:
-                    return
-                if now >= grace_end or self._hurry.is_set():
-                    await self._hand_back(client)
-                    return
-            reports = self._take_reports()
-            free = self.concurrency - len(self._held) + len(reports)
-            want = min(free, self.batch) if grace_end is None and now >= next_claim else 0
-            if not reports and want <= 0:
-                timeout = grace_end - now if grace_end is not None else next_claim - now if free > 0 else None
-                await self._sleep(timeout)
-                continue
-            groups, calls = self._report_calls(reports)
-            if want > 0:
-                calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=want))
-            try:
-                results = await client.run_many(calls)
-            except Unavailable as error:
-                self.stats.connection_errors += 1
-                log.warning("redis unavailable (%s); retrying in %.1f s", error, backoff)
-                self._requeue(reports)
-                next_claim = time.monotonic() + backoff
-                await self._sleep(backoff if grace_end is None else min(backoff, grace_end - now),
-                                  wake_on_outcome=False)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
-                continue
-            backoff = 0.1
-            retry = self._settle_groups(groups, results)
-            self._requeue(retry)
-            if want > 0:
-                next_claim = self._take_claim(results[-1])
-            if retry:
-                await asyncio.sleep(0.05)
+        """Starts rounds (outcomes out, a claim for the free slots in) until stopped.
 
-    async def _sleep(self, timeout: float | None, *, wake_on_outcome: bool = True) -> None:
-        """Sleeps ``timeout`` seconds at most; a stop, a hurry and (when asked) a ready outcome wake it."""
+        Up to two rounds are in flight at once, so that handlers run and the
+        next round is packed while Redis works on the previous one.
+        """
+        rounds: set[asyncio.Task[None]] = set()
+        grace_end: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if stop.is_set() and grace_end is None:
+                    grace_end = now + self.grace_ms / 1000
+                    self._in_grace = True
+                if grace_end is not None:
+                    if not self._held and not rounds:
+                        return
+                    if now >= grace_end or self._hurry.is_set():
+                        if rounds:
+                            await asyncio.wait(rounds)
+                        await self._hand_back(client)
+                        return
+                if now < self._pause_until:
+                    await self._sleep(self._pause_until - now, self._interrupt, lambda: False)
+                    continue
+                if len(rounds) >= MAX_ROUNDS_IN_FLIGHT:
+                    await self._sleep(None, self._wake, lambda: False)
+                    continue
+                ready = sum(1 for h in self._outbox if not (h.lost or h.handed_back))
+                free = self.concurrency - len(self._held) + self._reporting - self._claiming + ready
+                want = min(free, self._round_size) if grace_end is None and now >= self._next_claim else 0
+                if not ready and want <= 0:
+                    timeout = grace_end - now if grace_end is not None else self._next_claim - now if free > 0 else None
+                    await self._sleep(timeout, self._wake, lambda: bool(self._outbox))
+                    continue
+                reports = self._take_reports()
+                # Booked before the round's task first runs, so the next pass sees these slots as taken.
+                self._reporting += len(reports)
+                self._claiming += want
+                task = asyncio.create_task(self._round(client, reports, want))
+                rounds.add(task)
+                task.add_done_callback(lambda done: self._round_done(rounds, done))
+        finally:
+            if rounds:
+                await asyncio.wait(rounds)
+
+    def _round_done(self, rounds: set[asyncio.Task[None]], done: asyncio.Task[None]) -> None:
+        # Woken only once the round has left the set, so the loop never waits on a finished round.
+        rounds.discard(done)
+        self._wake.set()
+        if not done.cancelled() and done.exception() is not None:
+            log.error("a round failed: %s", done.exception())
+
+    async def _round(self, client: AsyncEchoMQ, reports: list[_Held], want: int) -> None:
+        groups, calls = self._report_calls(reports)
+        if want > 0:
+            calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=want))
+        try:
+            results = await client.run_many(calls)
+        except Unavailable as error:
+            self.stats.connection_errors += 1
+            log.warning("redis unavailable (%s); retrying in %.1f s", error, self._backoff)
+            self._requeue(reports)
+            self._pause_until = self._next_claim = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+            return
+        finally:
+            self._reporting -= len(reports)
+            self._claiming -= want
+        self._backoff = 0.1
+        retry = self._settle_groups(groups, results)
+        if retry:
+            self._requeue(retry)
+            self._pause_until = time.monotonic() + 0.05
+        if want > 0:
+            self._next_claim = self._take_claim(results[-1])
+
+    async def _sleep(self, timeout: float | None, event: asyncio.Event, ready: Callable[[], bool]) -> None:
+        """Sleeps ``timeout`` seconds at most, until ``event``; a stop or a hurry wakes it too."""
         if timeout is not None and timeout <= 0:
             return
-        event = self._wake if wake_on_outcome else self._interrupt
         event.clear()
         # Callbacks run on this loop, so nothing can be set between the clear and these checks.
-        if (wake_on_outcome and self._outbox) or (self._stop.is_set() and not self._in_grace) or self._hurry.is_set():
+        if ready() or (self._stop.is_set() and not self._in_grace) or self._hurry.is_set():
             return
         if timeout is None:
             await event.wait()
@@ -448,6 +490,7 @@ class Worker:
                 h.running.cancel()
         else:
             self._held.pop(h.job.id, None)
+            self._outbox = [other for other in self._outbox if other is not h]
             self._wake.set()
 
     # Heartbeat and sweep -------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -55,13 +54,13 @@ def run_rq(server: RedisServer, report: Report, *, jobs: int) -> None:
     try:
         import redis
         import rq
-        from rq import Queue
+        from rq import Queue, SimpleWorker, Worker
     except ImportError:
         return _skip("rq", "not installed (pip install -e '.[bench]')")
     from .rq_jobs import noop
 
     connection = redis.Redis(port=server.port)
-    one_by_one, bulk, processed = min(jobs, 5_000), min(jobs, 20_000), min(jobs, 2_000)
+    one_by_one, bulk, processed = min(jobs, 5_000), min(jobs, 20_000), min(jobs, 1_000)
     queue = Queue("bench-enqueue-one", connection=connection)
     start = time.perf_counter()
     for n in range(one_by_one):
@@ -77,18 +76,15 @@ def run_rq(server: RedisServer, report: Report, *, jobs: int) -> None:
     report.add("rq", "enqueue in bulk (Queue.enqueue_many, chunks of 1000)", rate(bulk, time.perf_counter() - start),
                "jobs/s", f"{bulk} jobs, rq {rq.__version__}")
 
-    queue = Queue("bench-process", connection=connection)
-    queue.enqueue_many([Queue.prepare_data(noop, ("user@example.com", n)) for n in range(processed)])
-    # RQ's worker forks a work horse per job; it runs in its own process as
-    # `rq worker --burst` would, so the figure is what an RQ user gets.
-    code = ("import redis, sys; from rq import Queue, Worker; c = redis.Redis(port=int(sys.argv[1])); "
-            "Worker([Queue('bench-process', connection=c)], connection=c).work(burst=True, logging_level='ERROR')")
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, str(server.port)], check=True, timeout=1800,
-                   cwd=Path(__file__).resolve().parents[2])
-    seconds = time.perf_counter() - start
-    finished = queue.finished_job_registry.count
-    if finished != processed:
-        return _skip("rq", f"only {finished} of {processed} jobs finished")
-    report.add("rq", "process (no-op job, forking Worker), 1 worker", rate(processed, seconds), "jobs/s",
-               f"{processed} jobs, rq {rq.__version__}")
+    # RQ's default Worker forks a work horse per job; SimpleWorker runs jobs in its own process.
+    for worker_class in (Worker, SimpleWorker):
+        queue = Queue(f"bench-process-{worker_class.__name__}", connection=connection)
+        queue.enqueue_many([Queue.prepare_data(noop, ("user@example.com", n)) for n in range(processed)])
+        start = time.perf_counter()
+        worker_class([queue], connection=connection).work(burst=True, logging_level="ERROR")
+        seconds = time.perf_counter() - start
+        finished = queue.finished_job_registry.count
+        if finished != processed:
+            return _skip("rq", f"{worker_class.__name__}: only {finished} of {processed} jobs finished")
+        report.add("rq", f"process (no-op job, {worker_class.__name__}), 1 worker", rate(processed, seconds),
+                   "jobs/s", f"{processed} jobs, rq {rq.__version__}")

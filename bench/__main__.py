@@ -25,14 +25,17 @@ PARTS = ("protocol", "peers")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("parts", nargs="*", choices=[*PARTS, "all"], default=["all"], metavar="PART",
+    parser.add_argument("parts", nargs="*", metavar="PART",
                         help="protocol, peers or all (default: all)")
     parser.add_argument("--jobs", type=int, default=50_000, help="jobs per enqueue and processing figure")
     parser.add_argument("--page-sizes", default="1000,100000,1000000",
                         help="sizes of the state whose page reads are timed (comma separated)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
-    parts = PARTS if "all" in args.parts else tuple(dict.fromkeys(args.parts))
+    unknown = set(args.parts) - {*PARTS, "all"}
+    if unknown:
+        parser.error(f"unknown part {', '.join(sorted(unknown))}: choose from {', '.join(PARTS)} or all")
+    parts = PARTS if not args.parts or "all" in args.parts else tuple(dict.fromkeys(args.parts))
     sizes = [int(s) for s in args.page_sizes.split(",") if s]
 
     load = os.getloadavg()

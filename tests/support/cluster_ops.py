@@ -69,10 +69,17 @@ def owner_of(cluster: RedisClusterNodes, slot: int) -> RedisServer:
     raise AssertionError(f"no live master owns slot {slot}")
 
 
-def replica_of(cluster: RedisClusterNodes, master: RedisServer) -> RedisServer:
+def replica_of(cluster: RedisClusterNodes, master: RedisServer, timeout: float = 10.0) -> RedisServer:
+    # The node asked may not have heard of the replica yet (gossip): wait for it.
     master_id = node_id(master)
-    node = next(n for n in _nodes(cluster) if n["master_id"] == master_id)
-    return _server_at(cluster, node["address"])
+    found: list[dict[str, object]] = []
+
+    def known() -> bool:
+        found[:] = [n for n in _nodes(cluster) if n["master_id"] == master_id]
+        return bool(found)
+
+    wait_until(known, timeout, f"a replica of {master.port} in the cluster's view")
+    return _server_at(cluster, str(found[0]["address"]))
 
 
 def masters(cluster: RedisClusterNodes) -> list[RedisServer]:

@@ -13,7 +13,8 @@ from typing import Final
 from urllib.parse import urlencode
 
 from queues import STATES, EmqError
-from queues.follower import QueueLocation, Throughput
+from queues.cluster import QueueLocation
+from queues.follower import Throughput
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
 
 PAGE_SIZES: Final = (20, 50, 100, 200)

@@ -206,7 +206,12 @@ class EchoMQ(_Moves):
         results: list[Any] = [None] * len(calls)
         for node, indexes in groups.values():
             connection = self.redis.get_redis_connection(node)  # type: ignore[union-attr]
-            for index, result in zip(indexes, self._pipelined(connection, [calls[i] for i in indexes])):
+            try:
+                group = self._pipelined(connection, [calls[i] for i in indexes])
+            except Unavailable as error:
+                # One master down must not hide the queues of the others (the console keeps serving them).
+                group = [error] * len(indexes)
+            for index, result in zip(indexes, group):
                 results[index] = result
         return results
 

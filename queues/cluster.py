@@ -11,15 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import redis
 from redis.backoff import NoBackoff
 from redis.crc import key_slot
 from redis.retry import Retry
 
-from .connection import SyncClient, is_cluster_client
+from .connection import AsyncClient, SyncClient, is_cluster_client
+from .errors import Unavailable
 from .keys import QueueKeys
+
+if TYPE_CHECKING:
+    from .client import EchoMQ
 
 SLOTS: Final = 16384
 PROBE_TIMEOUT_S: Final = 0.5
@@ -78,6 +82,23 @@ class QueuePlacement:
 def queue_slot(queue: str) -> int:
     """The slot of every key of ``queue``: the CRC16 of its hash tag, the queue name."""
     return key_slot(QueueKeys(queue).prefix.encode())
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLocation:
+    """Where a queue lives: its hash slot, and on a cluster the primary that owns it."""
+
+    slot: int
+    node: str
+
+
+def queue_location(client: SyncClient | AsyncClient, queue: str) -> QueueLocation:
+    """From the client's own slot map (no round trip), for the overview; :func:`queue_placements` asks the nodes."""
+    node = ""
+    if is_cluster_client(client):
+        owner = client.get_node_from_key(QueueKeys(queue).prefix)  # type: ignore[union-attr]
+        node = f"{owner.host}:{owner.port}" if owner is not None else "?"
+    return QueueLocation(queue_slot(queue), node)
 
 
 def _probe(host: str, port: int, timeout_s: float) -> redis.Redis:
@@ -171,3 +192,26 @@ def queue_placements(queues: Sequence[str], view: ClusterView) -> list[QueuePlac
             reason = "the cluster refuses commands (cluster_state:fail)"
         placements.append(QueuePlacement(queue, slot, owner.id, owner.address, not reason, reason))
     return placements
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterReport:
+    """The cluster page: the nodes, where each registered queue lives, and what could not be read."""
+
+    view: ClusterView
+    placements: tuple[QueuePlacement, ...]
+    queues_error: str  # the queue registry's node does not answer: no queue can be listed
+
+    @property
+    def unavailable(self) -> list[QueuePlacement]:
+        return [p for p in self.placements if not p.available]
+
+
+def cluster_report(mq: EchoMQ, *, timeout_s: float = PROBE_TIMEOUT_S) -> ClusterReport:
+    """Never raises for a node that is down: what cannot be read is said in ``error`` / ``queues_error``."""
+    view = cluster_view(mq.redis, timeout_s=timeout_s)
+    try:
+        names, queues_error = mq.queues(), ""
+    except Unavailable as error:
+        names, queues_error = [], str(error)
+    return ClusterReport(view, tuple(queue_placements(names, view)), queues_error)

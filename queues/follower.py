@@ -26,11 +26,11 @@ from typing import Any, ClassVar, Final
 
 import redis
 import redis.exceptions
-from redis.crc import key_slot
 
 from . import reads
 from .client import AsyncEchoMQ, EchoMQ
-from .connection import AsyncClient, SyncClient, connect_async, is_cluster_client, is_cluster_url
+from .cluster import QueueLocation, queue_location
+from .connection import AsyncClient, connect_async, is_cluster_url
 from .errors import EmqError, Unavailable
 from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id
 from .moves import _text
@@ -51,23 +51,6 @@ MAX_TRACKED_IDS: Final = 500
 
 _UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                        redis.exceptions.ClusterError, OSError, Unavailable)
-
-
-@dataclass(frozen=True, slots=True)
-class QueueLocation:
-    """Where a queue lives: its hash slot, and on a cluster the primary that owns it."""
-
-    slot: int
-    node: str
-
-
-def queue_location(client: SyncClient | AsyncClient, queue: str) -> QueueLocation:
-    prefix = QueueKeys(queue).prefix
-    node = ""
-    if is_cluster_client(client):
-        owner = client.get_node_from_key(prefix)  # type: ignore[union-attr]
-        node = f"{owner.host}:{owner.port}" if owner is not None else "?"
-    return QueueLocation(key_slot(prefix.encode()), node)
 
 
 def find_job(mq: EchoMQ, job_id: str, queues: Iterable[str]) -> list[str]:

@@ -126,3 +126,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+
+# The lease sweeper (issue 6): each daphne process offers to recover lapsed
+# leases every EMQ_SWEEPER_INTERVAL_S seconds (0: this process never sweeps);
+# a lock on EMQ_REDIS_URL, or a Redlock over EMQ_LOCK_URLS when it lists
+# several independent Redis, lets one process at a time do it.
+EMQ_SWEEPER_INTERVAL_S = float(os.environ.get("EMQ_SWEEPER_INTERVAL_S", "5"))
+EMQ_LOCK_URLS = [u.strip() for u in os.environ.get("EMQ_LOCK_URLS", "").split(",") if u.strip()]

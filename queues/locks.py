@@ -252,8 +252,13 @@ class Redlock:
 
     def holder_info(self) -> LockHolder | None:
         """Who holds the lock now and until when, read from every master (None when nobody does)."""
+        return self.inspect()[0]
+
+    def inspect(self) -> tuple[LockHolder | None, int]:
+        """As :meth:`holder_info`, with how many masters did not answer (all of them: nobody can tell)."""
         observed = time.time()
-        return _holder_from(self.key, self._each(lambda m: _script(m, _INSPECT, self.key)), observed)
+        replies = self._each(lambda m: _script(m, _INSPECT, self.key))
+        return _holder_from(self.key, replies, observed), sum(isinstance(r, BaseException) for r in replies)
 
     def _held(self) -> Lease:
         if self.lease is None:

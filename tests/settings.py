@@ -9,3 +9,7 @@ os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-not-for-production-01
 from dashboard.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# Tests that watch a lease lapse need it to stay lapsed: no console process
+# sweeps unless a test starts a sweeper itself.
+EMQ_SWEEPER_INTERVAL_S = 0.0

@@ -20,4 +20,6 @@ urlpatterns = [
     path("find/", views.find, name="find"),
     # Operator actions and the audit log (issue 4).
     path("", include("dashboard.actions.urls")),
+    # The cluster page and the sweeper lock (issue 6).
+    path("", include("dashboard.cluster.urls")),
 ]

@@ -17,12 +17,14 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Unavailable, reads, validate_job_id, validate_queue_name
+from queues.cluster import queue_location
 from queues.connection import is_cluster_client
-from queues.follower import find_job, queue_location
+from queues.follower import find_job
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .services import emq, live_follower, read
+from .sweeper import sweeper_status
 
 
 def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
@@ -41,7 +43,7 @@ def _wants_fragment(request: HttpRequest, target: str) -> bool:
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
     name_filter = request.GET.get("filter", "").strip()
-    context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0}
+    context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0, "sweeper": sweeper_status()}
     try:
         names = read(lambda mq: mq.queues())
         if name_filter:

@@ -27,6 +27,14 @@ def redis_cluster() -> Iterator[RedisClusterNodes]:
 
 
 @pytest.fixture
+def partial_cluster() -> Iterator[RedisClusterNodes]:
+    """3 masters without replicas that keep serving their own slots when another master is down (fresh: tests kill one)."""
+    cluster = RedisClusterNodes(masters=3, server_args=["--cluster-require-full-coverage", "no"]).start()
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
     if not redis_server.process:
         redis_server.start()

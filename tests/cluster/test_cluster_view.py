@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from queues import EchoMQ, Unavailable
@@ -11,14 +9,6 @@ from queues.cluster import cluster_view, parse_cluster_nodes, queue_placements, 
 from queues.connection import connect
 from tests.support.cluster_ops import eventually, owner_of, queue_per_master, wait_until
 from tests.support.redis_servers import RedisClusterNodes
-
-
-@pytest.fixture
-def partial_cluster() -> Iterator[RedisClusterNodes]:
-    """3 masters without replicas that keep serving their own slots when another master is down."""
-    cluster = RedisClusterNodes(masters=3, server_args=["--cluster-require-full-coverage", "no"]).start()
-    yield cluster
-    cluster.cleanup()
 
 
 def test_it_lists_every_node_with_role_state_and_slots(redis_cluster: RedisClusterNodes) -> None:

@@ -3,8 +3,12 @@
 Seeds four queues, then runs (in a background thread) workers that complete
 most jobs and fail some, a producer that keeps jobs coming (some delayed),
 and a "crashing" worker that claims jobs and never reports, so leases lapse
-and the other workers' heartbeat recovers them. Serves the console with
-daphne in the foreground and prints its URL and the demo logins.
+and the other workers' heartbeat recovers them. Exchange orders flow too: a
+producer places orders through the gateway's one script and a worker fills
+them (``exchange.demo:fill_order``). A queue ``legacy`` holds a few jobs as
+another runtime might have written them, so the console's warnings show.
+Serves the console with daphne in the foreground and prints its URL and the
+demo logins.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import asyncio
 import json
 import random
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +25,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard.roles import OPERATORS, VIEWERS, user_create
+from exchange import InvalidOrder, place_order
 from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, EmqError
+from queues.foreign import write_foreign_job
 from queues.worker import Worker
 
 LOGINS = (("operator", "operator-demo", OPERATORS), ("viewer", "viewer-demo", VIEWERS))
@@ -43,6 +50,25 @@ QUEUES = (
     DemoQueue("reports", 1, 60_000, (5.0, 20.0), 0.10, "TimeoutError: warehouse query took too long", 1),
     DemoQueue("webhooks", 2, 8_000, (0.3, 2.0), 0.10, "HTTP 502 from https://hooks.example.com/", 2),
 )
+
+
+# Jobs as another runtime wrote them: (id, state, attempts, payload); the console shows each with a warning.
+FOREIGN_JOBS: tuple[tuple[str, str, str, bytes | str], ...] = (
+    ("core-fields-only", "pending", "0", '{"written_by": "another runtime", "fields": 3}'),
+    ("attempts-not-a-number", "pending", "two", '{"note": "attempts is not a number"}'),
+    ("unknown-state", "limbo", "1", '{"note": "a state EchoMQ does not know"}'),
+    ("binary-payload", "pending", "0", bytes(range(256))[::7]),
+    ("xss-payload", "pending", "0", "<img src=x onerror=alert(1)>"),
+)
+SYMBOLS = ("ACME", "BTC-USD", "GLOBEX", "INITECH")
+
+
+def _order(client_order_id: str) -> dict[str, object]:
+    limit = random.random() < 0.7
+    return {"client_order_id": client_order_id, "side": random.choice(["buy", "sell"]),
+            "symbol": random.choice(SYMBOLS), "type": "limit" if limit else "market",
+            "quantity": random.randint(1, 50), "time_in_force": "GTC" if limit else "IOC",
+            **({"price": f"{random.uniform(5, 200):.2f}"} if limit else {})}
 
 
 def _payload(queue: str, n: int) -> str | bytes:
@@ -107,13 +133,21 @@ class Command(BaseCommand):
             mq.enqueue_many(queue.name, [_payload(queue.name, n) for n in range(backlog)])
             mq.enqueue_many(queue.name, [_payload(queue.name, n) for n in range(5)], delay_ms=90_000)
         mq.enqueue("reports", _payload("reports", 1), delay_ms=15 * 60_000)
+        for job_id, state, attempts, payload in FOREIGN_JOBS:
+            write_foreign_job(mq, "legacy", job_id, state=state, attempts=attempts, payload=payload)
+        run = f"demo-{int(time.time())}"
+        for n in range(12):
+            place_order(mq, _order(f"{run}-seed-{n}"))
 
     async def _work(self, url: str, stop: threading.Event) -> None:
         halt = asyncio.Event()
         workers = [Worker(queue=q.name, handler=_handler(q), concurrency=q.concurrency, lease_ms=q.lease_ms,
                           url=url, actor=f"demo-worker-{q.name}") for q in QUEUES]
+        workers.append(Worker(queue="orders", handler="exchange.demo:fill_order", concurrency=2, lease_ms=10_000,
+                              url=url, actor="demo-worker-orders"))
         tasks = [asyncio.create_task(w.serve(halt)) for w in workers]
-        tasks += [asyncio.create_task(self._produce(url, halt)), asyncio.create_task(self._crash(url, halt))]
+        tasks += [asyncio.create_task(self._produce(url, halt)), asyncio.create_task(self._crash(url, halt)),
+                  asyncio.create_task(self._place_orders(url, halt))]
         while not stop.is_set():
             await asyncio.sleep(0.2)
         halt.set()
@@ -142,3 +176,16 @@ class Command(BaseCommand):
             except EmqError:
                 pass
             await asyncio.sleep(random.uniform(4, 9))
+
+    async def _place_orders(self, url: str, halt: asyncio.Event) -> None:
+        """A trader placing an order every second or two through the gateway's one script."""
+        mq = await asyncio.to_thread(EchoMQ.from_url, url, actor="demo-trader")
+        run = f"demo-{int(time.time())}"
+        n = 0
+        while not halt.is_set():
+            n += 1
+            try:
+                await asyncio.to_thread(place_order, mq, _order(f"{run}-{n}"))
+            except (EmqError, InvalidOrder):
+                await asyncio.sleep(1)
+            await asyncio.sleep(random.uniform(0.5, 2.0))

@@ -31,7 +31,7 @@ class NodeRow:
 
 def _node_rows(view: ClusterView) -> list[NodeRow]:
     addresses = {n.id: n.address for n in view.nodes}
-    return [NodeRow(n, addresses.get(n.master_id, n.master_id),
+    return [NodeRow(n, addresses.get(n.master_id, n.master_id) if n.master_id else "",
                     ", ".join(f"{a}-{b}" if b != a else str(a) for a, b in n.slots)) for n in view.nodes]
 
 

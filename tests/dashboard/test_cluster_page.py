@@ -45,6 +45,7 @@ def test_a_viewer_sees_a_standalone_redis_as_one_node_that_is_not_a_cluster(
     html = response.content.decode()
     assert response.status_code == 200
     assert "Not a cluster" in html
+    assert "master of" not in html
     assert html.count(f"127.0.0.1:{redis_server.port}") >= 2  # the node, and the owner of the queue
     assert f'<td class="num">{queue_slot("mail")}</td>' in html
     assert "16384" in html

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import Any, Final
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+# A run saves its progress every quarter second; a minute of silence means its process is gone.
+STALLED_AFTER: Final = timedelta(minutes=1)
 
 
 class AuditEntry(models.Model):
@@ -68,6 +73,12 @@ class AuditEntry(models.Model):
     @property
     def is_running(self) -> bool:
         return self.outcome == self.Outcome.RUNNING
+
+    @property
+    def is_stalled(self) -> bool:
+        """A running row without progress for STALLED_AFTER: the process running it has most likely stopped."""
+        reference = self.updated_at or self.created_at
+        return self.is_running and reference is not None and timezone.now() - reference > STALLED_AFTER
 
     @property
     def expected(self) -> str:

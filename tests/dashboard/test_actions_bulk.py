@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from dashboard.actions import runner, services
 from dashboard.actions.bulk import Selected, drive, queue_steps
@@ -184,3 +186,13 @@ def test_the_steps_stop_between_two_calls_and_never_inside_one(console_mq: EchoM
 def test_a_selected_job_is_written_state_attempts_id_and_the_id_may_hold_colons() -> None:
     assert Selected.parse("failed:3:order:42") == Selected("order:42", "failed", "3")
     assert Selected.parse("pending::a") == Selected("a", "pending", "")
+
+
+def test_a_run_whose_process_stopped_is_shown_as_stalled(viewer_client: Client, console_mq: EchoMQ) -> None:
+    entry = AuditEntry.objects.create(username="otto", queue="mail", action="retry_all", scope="queue",
+                                      outcome="running", moved=40,
+                                      updated_at=timezone.now() - timedelta(minutes=5))
+
+    page = viewer_client.get(f"/actions/runs/{entry.pk}/").content.decode()
+
+    assert "has most likely stopped" in page and "40 moved" in page

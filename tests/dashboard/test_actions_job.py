@@ -11,6 +11,7 @@ from django.test import Client
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, Refused
 from tests.dashboard.conftest import htmx_post
+from tests.support.redis_servers import free_port
 
 URL = "/actions/job/"
 
@@ -181,3 +182,26 @@ def test_the_buttons_carry_the_state_and_attempts_the_page_shows(operator_client
         assert 'value="retry"' in html and 'value="delete"' in html and 'value="cancel"' not in html
     assert 'value="failed:1:a"' in queue_page
     assert 'id="action-results"' in job_page and 'id="action-results"' in queue_page
+
+
+def test_with_redis_unreachable_the_press_is_answered_in_words_and_recorded(operator_client: Client,
+                                                                           settings: Any) -> None:
+    settings.EMQ_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+
+    response = htmx_post(operator_client, URL, {"q": "mail", "id": "a", "move": "retry", "state": "failed",
+                                               "attempts": "1"})
+
+    assert response.status_code == 200
+    assert "not known whether it ran: redis unreachable" in response.content.decode()
+    assert AuditEntry.objects.get().outcome == "error"
+
+
+def test_with_redis_unreachable_a_bulk_action_is_refused_before_it_starts(operator_client: Client,
+                                                                         settings: Any) -> None:
+    settings.EMQ_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+
+    response = htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "retry_all"})
+
+    assert response.status_code == 503
+    assert "not done: redis unreachable" in response.content.decode()
+    assert not AuditEntry.objects.exists()

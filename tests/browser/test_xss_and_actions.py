@@ -208,3 +208,21 @@ def test_a_viewer_sees_no_controls_and_a_crafted_post_is_refused(page: Page, con
     }""" % job_id)
     assert status == 403
     assert mq.job("viewing", job_id).state == "failed"
+
+
+def test_a_tick_survives_live_updates_and_only_ticked_jobs_move(operator_page: Page, console: Console,
+                                                               mq: EchoMQ) -> None:
+    page = operator_page
+    first, second = fail(mq, "ticks", "1"), fail(mq, "ticks", "2")
+    page.goto(console.url + "queue/?q=ticks&state=failed")
+    page.wait_for_function("!!document.querySelector('main[ws-connect]')")
+    page.wait_for_timeout(600)
+    page.locator(f"#pick-{dom_id('j', first)}").check()
+
+    third = fail(mq, "ticks", "3")  # the table is pushed again with a new row
+    expect(page.locator(f"#{dom_id('j', third)}")).to_be_visible(timeout=3000)
+
+    assert page.locator(f"#pick-{dom_id('j', first)}").is_checked()
+    page.locator("#selection-form button[value=retry]").click()
+    expect(page.locator(".run-progress").first).to_contain_text("1 moved", timeout=5000)
+    assert [mq.job("ticks", j).state for j in (first, second, third)] == ["pending", "failed", "failed"]

@@ -25,7 +25,7 @@ from typing import Any
 import redis
 
 from dashboard.actions.bulk import drive, queue_steps
-from queues import EchoMQ, moves
+from queues import EchoMQ, NothingToClaim, moves
 from tests.support.redis_servers import RedisServer
 
 QUEUE = "bench-retry"
@@ -125,7 +125,7 @@ def refail(mq: EchoMQ) -> None:
     while True:
         try:
             claimed = mq.claim(QUEUE, lease_ms=600_000, count=CHUNK)
-        except Exception:
+        except NothingToClaim:
             return
         mq.run_many([moves.fail(QUEUE, job.id, job.token, error="bench: again", backoff_ms=0, actor="bench")
                      for job in claimed])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from queues import EchoMQ, InvalidInput, MoveResult, Refused
 from queues import moves as queue_moves

@@ -6,13 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import Browser, Dialog, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
-from tests.browser.conftest import CHROMIUM_ARGS, ROOT, Console
+from tests.browser.conftest import ROOT, Console
 
 pytestmark = pytest.mark.browser
 
@@ -21,8 +22,6 @@ SCRIPT = "<script>window.__xss = 'script'; alert(1)</script>"
 IMG = "<img src=x onerror=\"window.__xss='img'; alert(2)\">"
 HOSTILE_ID = "\"><svg/onload=window.__xss='id';alert(3)>"
 HOSTILE_QUEUE = "<svg/onload=window.__xss='queue';alert(4)>"
-
-assert CHROMIUM_ARGS  # the same browser flags as every browser test
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +127,6 @@ def test_hostile_payloads_ids_errors_and_queue_names_are_inert_on_every_page(ope
 
 
 def _query(queue: str, job_id: str) -> str:
-    from urllib.parse import urlencode
     return urlencode({"q": queue, "id": job_id})
 
 
@@ -137,7 +135,7 @@ def test_an_operator_retries_a_failed_job_by_button_and_reads_the_result_in_plac
                                                                                   mq: EchoMQ) -> None:
     page = operator_page
     job_id = fail(mq, "buttons", '{"n": 1}')
-    page.goto(console.url + f"queue/?q=buttons&state=failed")
+    page.goto(console.url + "queue/?q=buttons&state=failed")
     page.evaluate("window.notReloaded = true")
 
     page.locator(f"#{dom_id('j', job_id)} button[value=retry]").click()

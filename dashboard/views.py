@@ -45,7 +45,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     name_filter = request.GET.get("filter", "").strip()
     context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0, "sweeper": sweeper_status()}
     try:
-        names = read(lambda mq: mq.queues())
+        known = read(lambda mq: mq.known_queues())
+        names = known.names
         if name_filter:
             names = [n for n in names if name_filter.lower() in n.lower()]
         results = read(lambda mq: mq.stats_many(names)) if names else []
@@ -59,7 +60,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     locations = {n: queue_location(client, n) for n in names} if cluster else {}
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
-    context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster),
+    context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster), queues_stale=known.stale,
                    totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
     if _wants_fragment(request, "overview-rows"):
         return render(request, "dashboard/_overview_rows.html", context)

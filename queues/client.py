@@ -9,6 +9,7 @@ run, so sending it again cannot apply a move twice.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 import os
 import socket
 from typing import Any, Iterator, TypeVar
@@ -57,6 +58,12 @@ def _translate(call: Call[Any], error: Exception) -> Exception:
 
 def _parse(call: Call[T], reply: Any) -> T:
     return call.parse(reply)
+
+
+@dataclass(frozen=True, slots=True)
+class KnownQueues:
+    names: list[str]
+    stale: str  # why the list is the last one read, or '' when it was read just now
 
 
 class _Moves:
@@ -123,6 +130,7 @@ class EchoMQ(_Moves):
         self.redis = client
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
+        self._last_queues: list[str] | None = None
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
 
@@ -381,10 +389,25 @@ class EchoMQ(_Moves):
     def queues(self) -> list[str]:
         """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`)."""
         try:
-            names = {_text(n) for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)}
+            names = sorted({_text(n) for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
         except _UNREACHABLE as error:
             raise Unavailable(f"redis unreachable: {error}") from error
-        return sorted(names)
+        self._last_queues = names
+        return names
+
+    def known_queues(self) -> KnownQueues:
+        """The registered queues or, when the registry cannot be read, the list this client read last.
+
+        On a cluster the registry lives on one master: while that master is
+        down, the queues on the others must still be listed and served.
+        """
+        try:
+            return KnownQueues(self.queues(), "")
+        except Unavailable as error:
+            if self._last_queues is None:
+                raise
+            return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
+                                                        "showing the one read last")
 
     def discover_queues(self, *, step: int = 1000) -> list[str]:
         """Finds queues written by runtimes that did not register them, and registers them.

@@ -211,7 +211,8 @@ def cluster_report(mq: EchoMQ, *, timeout_s: float = PROBE_TIMEOUT_S) -> Cluster
     """Never raises for a node that is down: what cannot be read is said in ``error`` / ``queues_error``."""
     view = cluster_view(mq.redis, timeout_s=timeout_s)
     try:
-        names, queues_error = mq.queues(), ""
+        known = mq.known_queues()
+        names, queues_error = known.names, known.stale
     except Unavailable as error:
-        names, queues_error = [], str(error)
+        names, queues_error = [], f"The queue list cannot be read: {error}"
     return ClusterReport(view, tuple(queue_placements(names, view)), queues_error)

@@ -60,7 +60,7 @@ def sweep(mq: EchoMQ, *, limit: int = 500) -> SweepReport:
     """``recover_expired`` on every registered queue; a queue whose node is down is reported, not fatal."""
     recovered = to_failed = 0
     errors: dict[str, str] = {}
-    names = mq.queues()
+    names = mq.known_queues().names
     for name in names:
         try:
             result = mq.recover_expired(name, limit=limit)

@@ -140,3 +140,32 @@ def test_with_a_master_down_the_pages_name_its_queues_and_keep_serving_the_other
     assert "unreadable: redis unreachable" in dead_row
     assert elapsed < 15
     mq.close()
+
+
+def test_with_the_registrys_master_down_the_overview_still_serves_the_other_queues(
+        partial_cluster: RedisClusterNodes, settings: SettingsWrapper, viewer_client: Client) -> None:
+    registry_owner = owner_of(partial_cluster, key_slot(QUEUE_REGISTRY.encode()))
+    seed = next(s for s in partial_cluster.servers if s is not registry_owner)
+    settings.EMQ_REDIS_URL = seed.url
+    mq = EchoMQ(connect(seed.url), actor="test")
+    per_master = queue_per_master(partial_cluster, "r")
+    for queue in per_master.values():
+        mq.enqueue_many(queue, ["a", "b", "c"])
+    assert viewer_client.get("/").status_code == 200  # the console reads the registry once
+    lost_queue = per_master[registry_owner.port]
+    alive = sorted(q for port, q in per_master.items() if port != registry_owner.port)
+
+    registry_owner.kill()
+    overview = viewer_client.get("/")
+    cluster_page = viewer_client.get("/cluster/")
+    mq.close()
+
+    html = overview.content.decode()
+    assert overview.status_code == 200
+    assert 'id="queues-stale"' in html and "showing the one read last" in html
+    for queue in alive:
+        row = html.split(f">{queue}</a>", 1)[1].split("</tr>", 1)[0]
+        assert '<td class="num pending">3</td>' in row
+    assert "unreadable" in html.split(f">{lost_queue}</a>", 1)[1].split("</tr>", 1)[0]
+    assert cluster_page.status_code == 200
+    assert "showing the one read last" in cluster_page.content.decode()

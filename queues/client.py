@@ -27,6 +27,7 @@ from .connection import is_cluster_client
 from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id, validate_queue_name
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .scripts import MOVES, script
+from .wire import Wire, wire_options
 
 T = TypeVar("T")
 
@@ -465,12 +466,19 @@ class AsyncEchoMQ(_Moves):
         self.redis = client
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
+        self._wire_options = wire_options(client)
+        self._wire: Wire | None = None
+        self._wire_loop: asyncio.AbstractEventLoop | None = None
+        self._wire_opening: asyncio.Future[Wire] | None = None
 
     @classmethod
     def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> AsyncEchoMQ:
         return cls(connect_async(url, **options), actor=actor)
 
     async def close(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
         await self.redis.aclose()
 
     async def run(self, call: Call[T]) -> T:
@@ -512,22 +520,46 @@ class AsyncEchoMQ(_Moves):
         return results
 
     async def _pipelined(self, calls: list[Call[Any]]) -> list[Any]:
-        """Sends every EVALSHA in one write on one pooled connection and reads the replies in order.
+        """Sends every EVALSHA in one write and returns the replies in order (an error reply in its place).
 
-        redis-py's asyncio pipeline packs each argument in Python and keeps a
-        command stack; for the worker's small, frequent exchanges that cost
-        more than Redis did. An error reply is returned in its place; a
-        connection that fails or is cancelled half-way is dropped, never reused
-        with replies left unread.
+        On a plain connection (TCP or unix socket) they go on this client's
+        lean pipelined :class:`~queues.wire.Wire`; otherwise (TLS, say) in one
+        write on one pooled redis-py connection.
         """
+        packed = b"".join(hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys,
+                                                *call.args)) for call in calls)
+        if self._wire_options is not None:
+            return await (await self._open_wire()).call(packed, len(calls))
+        return await self._pipelined_on_pool(packed, len(calls))
+
+    async def _open_wire(self) -> Wire:
+        loop = asyncio.get_running_loop()
+        wire = self._wire
+        if wire is not None and wire.usable and self._wire_loop is loop:
+            return wire
+        if self._wire_opening is None or self._wire_loop is not loop:
+            # Callers that arrive while it opens share the one connection.
+            self._wire, self._wire_loop = None, loop
+            self._wire_opening = asyncio.ensure_future(Wire.open(self._wire_options))  # type: ignore[arg-type]
+        opening = self._wire_opening
+        try:
+            wire = await asyncio.shield(opening)
+        finally:
+            if self._wire_opening is opening and opening.done():
+                self._wire_opening = None
+        if self._wire_loop is loop:
+            self._wire = wire
+        return wire
+
+    async def _pipelined_on_pool(self, packed: bytes, count: int) -> list[Any]:
+        """One write on one pooled connection, the replies read in order; a connection that
+        fails or is cancelled half-way is dropped, never reused with replies left unread."""
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:
-            await connection.send_packed_command(b"".join(
-                hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys, *call.args))
-                for call in calls))
+            await connection.send_packed_command(packed)
             replies: list[Any] = []
-            for _ in calls:
+            for _ in range(count):
                 try:
                     replies.append(await connection.read_response())
                 except redis.exceptions.ResponseError as error:

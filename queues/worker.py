@@ -3,7 +3,9 @@
 A handler is a callable taking a :class:`~queues.ClaimedJob`: returning means
 complete, raising means fail (the error text is kept as ``last_error`` and the
 job is retried after a backoff while attempts remain). A plain function runs
-in a thread pool; a coroutine function is awaited on the worker's loop.
+on one of ``concurrency`` handler threads (fed through one queue; their
+outcomes come back to the loop in batches, one wake-up per batch rather than
+one per job); a coroutine function is awaited on the worker's loop.
 
 Every round trip to Redis is one pipeline of independent moves, each still its
 own atomic script: one ``complete_many`` for the completions that are ready,
@@ -29,11 +31,13 @@ import importlib
 import inspect
 import logging
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
@@ -109,6 +113,80 @@ def error_text(error: BaseException) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 3] + "..."
 
 
+class HandlerThreads:
+    """``count`` threads running a sync handler; each job's outcome lands on a future of the loop.
+
+    A job goes to the threads through one queue and its outcome comes back
+    through a deque; the loop is woken once for all the outcomes that arrived
+    since its last wake-up, not once per job as ``run_in_executor`` does.
+    """
+
+    def __init__(self, handler: Callable[[ClaimedJob], Any], count: int, name: str,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._handler = handler
+        self._loop = loop
+        self._jobs: queue.SimpleQueue[tuple[ClaimedJob, asyncio.Future[Any]] | None] = queue.SimpleQueue()
+        self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
+        self._lock = threading.Lock()
+        self._wake_pending = False
+        self._busy = 0
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True) for n in range(count)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job: ClaimedJob) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._jobs.put((job, future))
+        return future
+
+    def busy(self) -> bool:
+        """Whether a handler is still running (a thread cannot be stopped)."""
+        return self._busy > 0
+
+    def shutdown(self) -> None:
+        """Idle threads end; a job not yet started is dropped (its lease was handed back or lost)."""
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[1].cancel()
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            with self._lock:
+                self._busy += 1
+            try:
+                outcome: tuple[asyncio.Future[Any], Any, BaseException | None] = (future, self._handler(job), None)
+            except BaseException as error:  # the handler's error is the job's outcome
+                outcome = (future, None, error)
+            with self._lock:
+                self._busy -= 1
+                self._done.append(outcome)
+                wake, self._wake_pending = not self._wake_pending, True
+            if wake:
+                try:
+                    self._loop.call_soon_threadsafe(self._deliver)
+                except RuntimeError:  # the loop is closed: the worker has stopped
+                    return
+
+    def _deliver(self) -> None:
+        with self._lock:
+            self._wake_pending = False
+            done, self._done = self._done, deque()
+        for future, result, error in done:
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+
+
 @dataclass
 class WorkerStats:
     claimed: int = 0
@@ -176,7 +254,7 @@ class Worker:
         self._next_claim = self._pause_until = 0.0
         self._backoff = 0.1
         self._clock_offset_ms: int | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._threads: HandlerThreads | None = None
 
     # Entry points ------------------------------------------------------------
 
@@ -189,7 +267,7 @@ class Worker:
         """
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             stats = runner.run(self._serve_until_signalled())
-        if self._pool is not None and any(t.is_alive() for t in getattr(self._pool, "_threads", ())):
+        if self._threads is not None and self._threads.busy():
             # Python cannot stop a thread; the jobs of the handlers still in one
             # have been handed back, so nothing is gained by waiting for them.
             log.warning("handler threads still running after their jobs were handed back; exiting")
@@ -230,7 +308,8 @@ class Worker:
         if client is None:
             return self.stats
         if not self._async:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"emq-{self.queue}")
+            self._threads = HandlerThreads(self.handler, self.concurrency, f"emq-{self.queue}",
+                                           asyncio.get_running_loop())
         await self._read_clock(client)
         watcher = asyncio.create_task(self._relay(stop))
         heartbeat = asyncio.create_task(self._heartbeat(client))
@@ -242,8 +321,8 @@ class Worker:
             heartbeat.cancel()
             watcher.cancel()
             await asyncio.gather(heartbeat, watcher, return_exceptions=True)
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
+            if self._threads is not None:
+                self._threads.shutdown()
             if self._client is None:
                 await client.close()
         log.info("worker %s stopped: %s", self.actor, self.stats)
@@ -455,11 +534,11 @@ class Worker:
         self.stats.claimed += 1
         h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
         self._held[job.id] = h
-        loop = asyncio.get_running_loop()
         if self._async:
             h.running = asyncio.ensure_future(self.handler(job))
         else:
-            h.running = loop.run_in_executor(self._pool, self.handler, job)
+            assert self._threads is not None
+            h.running = self._threads.submit(job)
         h.running.add_done_callback(lambda future: self._finished(h, future))
 
     def _finished(self, h: _Held, future: asyncio.Future[Any]) -> None:

@@ -37,8 +37,8 @@ def _noop_sync(job: ClaimedJob) -> None:
     return None
 
 
-async def _drain(url: str, queue: str, jobs: int, concurrency: int, handler: Any) -> float:
-    worker = Worker(queue=queue, handler=handler, concurrency=concurrency, url=url)
+async def _drain(url: str, queue: str, jobs: int, concurrency: int, handler: Any, prefetch: int = 0) -> float:
+    worker = Worker(queue=queue, handler=handler, concurrency=concurrency, prefetch=prefetch, url=url)
     stop = asyncio.Event()
     start = time.perf_counter()
     serving = asyncio.create_task(worker.serve(stop))
@@ -54,18 +54,24 @@ async def _drain(url: str, queue: str, jobs: int, concurrency: int, handler: Any
     return seconds
 
 
+PREFETCH = 16
+
+
 def measure_processing(mq: EchoMQ, url: str, report: Report, *, jobs: int) -> None:
-    for concurrency in (1, 16):
-        for kind, handler in (("async", _noop_async), ("sync", _noop_sync)):
-            queue = f"bench-process-{kind}-{concurrency}"
-            mq.enqueue_many(queue, [PAYLOAD] * jobs)
-            # The loop Worker.run() uses (uvloop when installed).
-            with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-                seconds = runner.run(_drain(url, queue, jobs, concurrency, handler))
-            if mq.stats(queue).counts["done"] != jobs:
-                raise RuntimeError(f"{queue}: not every job is done")
-            report.add("echomq", f"process (claim, no-op {kind} handler, complete), concurrency {concurrency}",
-                       rate(jobs, seconds), "jobs/s", f"{jobs} jobs, Worker")
+    """The default worker (no prefetch), then the same with ``prefetch=PREFETCH`` (an explicit option)."""
+    for prefetch in (0, PREFETCH):
+        for concurrency in (1, 16):
+            for kind, handler in (("async", _noop_async), ("sync", _noop_sync)):
+                queue = f"bench-process-{kind}-{concurrency}-{prefetch}"
+                mq.enqueue_many(queue, [PAYLOAD] * jobs)
+                # The loop Worker.run() uses (uvloop when installed).
+                with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+                    seconds = runner.run(_drain(url, queue, jobs, concurrency, handler, prefetch))
+                if mq.stats(queue).counts["done"] != jobs:
+                    raise RuntimeError(f"{queue}: not every job is done")
+                ahead = f", prefetch {prefetch}" if prefetch else ""
+                report.add("echomq", f"process (claim, no-op {kind} handler, complete), concurrency {concurrency}"
+                           f"{ahead}", rate(jobs, seconds), "jobs/s", f"{jobs} jobs, Worker")
 
 
 def fill(mq: EchoMQ, queue: str, upto: int, have: int) -> None:

@@ -167,7 +167,7 @@ def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     from .worker import Worker, load_handler
 
     Worker(queue=args.queue, handler=load_handler(args.handler), concurrency=args.concurrency,
-           lease_ms=args.lease_ms, url=args.url).run()
+           prefetch=args.prefetch, lease_ms=args.lease_ms, url=args.url).run()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -254,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queue")
     p.add_argument("--handler", required=True, help="module:callable")
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--prefetch", type=int, default=0,
+                   help="jobs claimed ahead of the running handlers (leased and heartbeated; default 0)")
     p.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS)
     return parser
 

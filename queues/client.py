@@ -466,19 +466,20 @@ class AsyncEchoMQ(_Moves):
         self.redis = client
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
-        self._wire_options = wire_options(client)
-        self._wire: Wire | None = None
-        self._wire_loop: asyncio.AbstractEventLoop | None = None
-        self._wire_opening: asyncio.Future[Wire] | None = None
+        pool = getattr(client, "connection_pool", None)
+        self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
+        # One lean connection per node (one in all when standalone), opened on first use in the running loop.
+        self._wires: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Wire]]] = {}
 
     @classmethod
     def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> AsyncEchoMQ:
         return cls(connect_async(url, **options), actor=actor)
 
     async def close(self) -> None:
-        if self._wire is not None:
-            self._wire.close()
-            self._wire = None
+        wires, self._wires = self._wires, {}
+        for _, opening in wires.values():
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                opening.result().close()
         await self.redis.aclose()
 
     async def run(self, call: Call[T]) -> T:
@@ -497,19 +498,27 @@ class AsyncEchoMQ(_Moves):
         return result
 
     async def run_many(self, calls: list[Call[Any]]) -> list[Any]:
-        """As :meth:`EchoMQ.run_many`. On a cluster the calls go concurrently, each alone."""
+        """As :meth:`EchoMQ.run_many`: one round trip per node, each call still its own atomic script."""
         if not calls:
             return []
         if is_cluster_client(self.redis):
-            return list(await asyncio.gather(*(self.run(call) for call in calls), return_exceptions=True))
+            return await self._run_many_on_cluster(calls)
         try:
-            replies = await self._pipelined(calls)
+            if self._wire_options is None:
+                replies = await self._pipelined_on_pool(calls)
+            else:
+                replies = await self._pipelined("", self._wire_options, calls)
         except Exception as error:
             raise _translate(calls[0], error) from error
+        return await self._results(calls, replies)
+
+    async def _results(self, calls: list[Call[Any]], replies: list[Any]) -> list[Any]:
         results: list[Any] = []
         for call, reply in zip(calls, replies):
             try:
                 if isinstance(reply, _NOT_RUN):
+                    # The script did not run (not cached, or its slot lives elsewhere
+                    # now): send it again alone, through the redirect-following path.
                     results.append(await self.run(call))
                     continue
                 if isinstance(reply, Exception):
@@ -519,47 +528,79 @@ class AsyncEchoMQ(_Moves):
                 results.append(_translate(call, error))
         return results
 
-    async def _pipelined(self, calls: list[Call[Any]]) -> list[Any]:
-        """Sends every EVALSHA in one write and returns the replies in order (an error reply in its place).
+    async def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
+        """Groups the calls by the node that owns their slot and pipelines each group on that node.
 
-        On a plain connection (TCP or unix socket) they go on this client's
-        lean pipelined :class:`~queues.wire.Wire`; otherwise (TLS, say) in one
-        write on one pooled redis-py connection.
+        A node that cannot be reached fails its own calls (as ``Unavailable``,
+        their outcome unknown) and makes the cluster client refresh its slot map.
         """
+        cluster: Any = self.redis
+        try:
+            await cluster.initialize()
+            groups: dict[str, tuple[Any, list[int]]] = {}
+            for index, call in enumerate(calls):
+                node = cluster.get_node_from_key(call.keys[0])
+                groups.setdefault(node.name, (node, []))[1].append(index)
+        except Exception as error:
+            raise _translate(calls[0], error) from error
+        results: list[Any] = [None] * len(calls)
+
+        async def on_node(node: Any, indexes: list[int]) -> None:
+            group = [calls[i] for i in indexes]
+            options = wire_options(node.connection_class, node.connection_kwargs)
+            if options is None:
+                # Not a plain connection (TLS, say): each call alone through the cluster client.
+                outcomes = await asyncio.gather(*(self.run(call) for call in group), return_exceptions=True)
+            else:
+                try:
+                    replies = await self._pipelined(node.name, options, group)
+                except Exception as error:
+                    await self._refresh_slots()
+                    replies = [_translate(call, error) for call in group]
+                outcomes = await self._results(group, replies)
+            for index, result in zip(indexes, outcomes):
+                results[index] = result
+
+        await asyncio.gather(*(on_node(node, indexes) for node, indexes in groups.values()))
+        return results
+
+    async def _refresh_slots(self) -> None:
+        try:
+            await self.redis.nodes_manager.initialize()  # type: ignore[union-attr]
+        except Exception:  # the next call refreshes again; this one already failed
+            pass
+
+    async def _pipelined(self, where: str, options: dict[str, Any], calls: list[Call[Any]]) -> list[Any]:
+        """Sends every EVALSHA in one write on the lean :class:`~queues.wire.Wire` to ``where``
+        (a node's name; "" when standalone) and returns the replies in order, an error reply in its place."""
         packed = b"".join(hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys,
                                                 *call.args)) for call in calls)
-        if self._wire_options is not None:
-            return await (await self._open_wire()).call(packed, len(calls))
-        return await self._pipelined_on_pool(packed, len(calls))
+        return await (await self._wire(where, options)).call(packed, len(calls))
 
-    async def _open_wire(self) -> Wire:
+    async def _wire(self, where: str, options: dict[str, Any]) -> Wire:
         loop = asyncio.get_running_loop()
-        wire = self._wire
-        if wire is not None and wire.usable and self._wire_loop is loop:
-            return wire
-        if self._wire_opening is None or self._wire_loop is not loop:
-            # Callers that arrive while it opens share the one connection.
-            self._wire, self._wire_loop = None, loop
-            self._wire_opening = asyncio.ensure_future(Wire.open(self._wire_options))  # type: ignore[arg-type]
-        opening = self._wire_opening
-        try:
-            wire = await asyncio.shield(opening)
-        finally:
-            if self._wire_opening is opening and opening.done():
-                self._wire_opening = None
-        if self._wire_loop is loop:
-            self._wire = wire
-        return wire
+        known = self._wires.get(where)
+        if known is not None and known[0] is loop:
+            opening = known[1]
+            if not opening.done():
+                # Callers that arrive while it opens share the one connection.
+                return await asyncio.shield(opening)
+            if not opening.cancelled() and opening.exception() is None and opening.result().usable:
+                return opening.result()
+        opening = asyncio.ensure_future(Wire.open(options))
+        self._wires[where] = (loop, opening)
+        return await asyncio.shield(opening)
 
-    async def _pipelined_on_pool(self, packed: bytes, count: int) -> list[Any]:
+    async def _pipelined_on_pool(self, calls: list[Call[Any]]) -> list[Any]:
         """One write on one pooled connection, the replies read in order; a connection that
         fails or is cancelled half-way is dropped, never reused with replies left unread."""
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:
-            await connection.send_packed_command(packed)
+            await connection.send_packed_command(b"".join(hiredis.pack_command(
+                ("EVALSHA", script(call.script).sha, len(call.keys), *call.keys, *call.args)) for call in calls))
             replies: list[Any] = []
-            for _ in range(count):
+            for _ in calls:
                 try:
                     replies.append(await connection.read_response())
                 except redis.exceptions.ResponseError as error:

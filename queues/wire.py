@@ -27,24 +27,17 @@ import redis.exceptions
 from redis._parsers.base import BaseParser
 
 PLAIN = (redis.asyncio.Connection, redis.asyncio.UnixDomainSocketConnection)
-_SUPPORTED = {"host", "port", "path", "db", "username", "password", "socket_timeout", "socket_connect_timeout",
-              "himport_registry", "maint_notifications_pool_handler", "maint_notifications_config",
-              "orig_host_address", "orig_socket_timeout", "orig_socket_connect_timeout", "health_check_interval",
-              "retry"}
 
 
-def wire_options(client: Any) -> dict[str, Any] | None:
-    """Where and how to connect, when the client's connections are plain TCP or unix sockets; else None.
+def wire_options(connection_class: type, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """Where and how to connect, when connections are plain TCP or unix sockets speaking RESP2; else None.
 
-    TLS, RESP3, credential providers and the like stay on redis-py's path.
+    TLS, RESP3, credential providers and decoded replies stay on redis-py's path.
     """
-    pool = getattr(client, "connection_pool", None)
-    if pool is None or pool.connection_class not in PLAIN:
+    if connection_class not in PLAIN or kwargs.get("credential_provider") is not None \
+            or kwargs.get("protocol") not in (None, 2, "2") or kwargs.get("decode_responses"):
         return None
-    kwargs = pool.connection_kwargs
-    if set(kwargs) - _SUPPORTED:
-        return None
-    return {name: kwargs.get(name) for name in ("host", "port", "path", "db", "username", "password",
+    return {name: kwargs.get(name) for name in ("host", "port", "path", "db", "username", "password", "client_name",
                                                  "socket_timeout", "socket_connect_timeout")}
 
 
@@ -112,6 +105,8 @@ class Wire:
                              else ("AUTH", options["password"]))
         if options["db"]:
             handshake.append(("SELECT", options["db"]))
+        if options["client_name"]:
+            handshake.append(("CLIENT", "SETNAME", options["client_name"]))
         if handshake:
             try:
                 replies = await wire.call(b"".join(hiredis.pack_command(c) for c in handshake), len(handshake))

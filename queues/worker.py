@@ -13,7 +13,15 @@ one ``fail`` per failure, and one ``claim`` of up to as many jobs as there are
 free slots. Two such rounds may be in flight at once (each claiming at most
 half the slots), so that Redis and the handlers work at the same time. A job
 holds its slot from its claim until its outcome is acknowledged, so the worker
-never holds more leases than its concurrency. A heartbeat extends every held lease each ``lease_ms / 3``; a job
+never holds more leases than ``concurrency + prefetch``.
+
+``prefetch`` (default 0) lets the worker claim that many jobs ahead of its
+running handlers, so that a finished handler starts its next job without
+waiting for a round trip. A prefetched job is leased from its claim: the
+heartbeat extends it like any other, a refused extend drops it before it
+starts, and a stop hands it back at once (it never starts once the worker
+is stopping). With the default no job waits: a handler starts as soon as its
+job is claimed. A heartbeat extends every held lease each ``lease_ms / 3``; a job
 whose extend is refused is lost (an operator cancelled it, or it lapsed and
 was recovered): its result is never reported and an async handler is
 cancelled. The same heartbeat sweeps lapsed leases of dead workers back with
@@ -204,6 +212,7 @@ class _Held:
 
     job: ClaimedJob
     running: asyncio.Future[Any] | None = None
+    started: bool = False
     report: Call[Any] | None = None
     outcome: str = ""
     sent: bool = False
@@ -217,12 +226,14 @@ class Worker:
     """Runs ``handler`` on the jobs of ``queue``, ``concurrency`` at a time.
 
     Give either ``url`` (a client is made and closed by the worker) or an
-    :class:`AsyncEchoMQ` ``client``. ``batch`` caps the jobs claimed in one
+    :class:`AsyncEchoMQ` ``client``. ``prefetch`` is how many jobs may wait,
+    leased, for a free handler (see the module's notes). ``batch`` caps the jobs claimed in one
     call (up to 1000); ``grace_ms`` is how long a shutdown waits for running
     handlers; ``poll_ms`` is the longest idle sleep between claims.
     """
 
-    def __init__(self, *, queue: str, handler: Handler | str, concurrency: int = 1, lease_ms: int = 30_000,
+    def __init__(self, *, queue: str, handler: Handler | str, concurrency: int = 1, prefetch: int = 0,
+                 lease_ms: int = 30_000,
                  backoff_ms: int = 1_000, url: str | None = None, client: AsyncEchoMQ | None = None,
                  batch: int = 100, grace_ms: int = 10_000, poll_ms: int = 200, actor: str | None = None) -> None:
         self.queue = validate_queue_name(queue)
@@ -230,6 +241,7 @@ class Worker:
         if not callable(self.handler):
             raise InvalidInput(f"handler must be callable, not {type(self.handler).__name__}")
         self.concurrency = moves._int(concurrency, "concurrency", 1, 10_000)
+        self.prefetch = moves._int(prefetch, "prefetch", 0, 10_000)
         self.lease_ms = moves._int(lease_ms, "lease_ms", 100, 86_400_000)
         self.backoff_ms = moves._int(backoff_ms, "backoff_ms", 0, 86_400_000)
         self.batch = moves._int(batch, "batch", 1, moves.MAX_BATCH)
@@ -244,6 +256,8 @@ class Worker:
         self.stats = WorkerStats()
         self._held: dict[str, _Held] = {}
         self._outbox: list[_Held] = []
+        self._waiting: deque[_Held] = deque()
+        self._running = 0
         self._wake = asyncio.Event()
         self._interrupt = asyncio.Event()
         self._hurry = asyncio.Event()
@@ -302,7 +316,8 @@ class Worker:
         stop = stop or asyncio.Event()
         self._stop, self._in_grace = stop, False
         # Two rounds of half the slots each keep Redis and this process busy at the same time.
-        self._round_size = min(self.batch, -(-self.concurrency // 2) if self.concurrency >= 4 else self.concurrency)
+        slots = self.concurrency + self.prefetch
+        self._round_size = min(self.batch, -(-slots // 2) if slots >= 4 else slots)
         self._next_claim = self._pause_until = 0.0
         client = self._client or await self._connect(stop)
         if client is None:
@@ -369,6 +384,9 @@ class Worker:
                 if stop.is_set() and grace_end is None:
                     grace_end = now + self.grace_ms / 1000
                     self._in_grace = True
+                    if self._waiting:
+                        await self._release_waiting(client)
+                    continue
                 if grace_end is not None:
                     if not self._held and not rounds:
                         return
@@ -384,7 +402,7 @@ class Worker:
                     await self._sleep(None, self._wake, lambda: False)
                     continue
                 ready = sum(1 for h in self._outbox if not (h.lost or h.handed_back))
-                free = self.concurrency - len(self._held) + self._reporting - self._claiming + ready
+                free = self.concurrency + self.prefetch - len(self._held) + self._reporting - self._claiming + ready
                 want = min(free, self._round_size) if grace_end is None and now >= self._next_claim else 0
                 if not ready and want <= 0:
                     timeout = grace_end - now if grace_end is not None else self._next_claim - now if free > 0 else None
@@ -534,6 +552,21 @@ class Worker:
         self.stats.claimed += 1
         h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
         self._held[job.id] = h
+        if self._running < self.concurrency:
+            self._run(h)
+        else:
+            self._waiting.append(h)
+
+    def _start_waiting(self) -> None:
+        while self._waiting and self._running < self.concurrency and not self._in_grace:
+            h = self._waiting.popleft()
+            if not (h.lost or h.handed_back):
+                self._run(h)
+
+    def _run(self, h: _Held) -> None:
+        job = h.job
+        h.started = True
+        self._running += 1
         if self._async:
             h.running = asyncio.ensure_future(self.handler(job))
         else:
@@ -542,6 +575,8 @@ class Worker:
         h.running.add_done_callback(lambda future: self._finished(h, future))
 
     def _finished(self, h: _Held, future: asyncio.Future[Any]) -> None:
+        self._running -= 1
+        self._start_waiting()
         if h.lost or h.handed_back:
             if self._held.get(h.job.id) is h and not h.sent:
                 self._held.pop(h.job.id)
@@ -568,8 +603,10 @@ class Worker:
             if self._async:
                 h.running.cancel()
         else:
+            # Finished (its report is dropped) or never started (it leaves the waiting line).
             self._held.pop(h.job.id, None)
             self._outbox = [other for other in self._outbox if other is not h]
+            self._waiting = deque(other for other in self._waiting if other is not h)
             self._wake.set()
 
     # Heartbeat and sweep -------------------------------------------------------
@@ -611,6 +648,27 @@ class Worker:
                 return
 
     # Shutdown ------------------------------------------------------------------
+
+    async def _release_waiting(self, client: AsyncEchoMQ) -> None:
+        """Hands back the prefetched jobs no handler has started: a stopping worker never starts them."""
+        waiting = [h for h in self._waiting if not (h.lost or h.handed_back)]
+        self._waiting.clear()
+        for h in waiting:
+            h.handed_back = True
+        try:
+            results = await client.run_many([moves.release(self.queue, h.job.id, h.job.token, actor=self.actor)
+                                             for h in waiting])
+        except Unavailable as error:
+            self.stats.connection_errors += 1
+            log.warning("could not hand back %d prefetched jobs (%s): their leases will lapse and the sweep "
+                        "will recover them", len(waiting), error)
+            results = [error] * len(waiting)
+        for h, result in zip(waiting, results):
+            self._held.pop(h.job.id, None)
+            if isinstance(result, Exception):
+                log.warning("release of job %s refused: %s", h.job.id, result)
+            else:
+                self.stats.released += 1
 
     async def _hand_back(self, client: AsyncEchoMQ) -> None:
         """Releases every job whose handler has not finished, after sending the outcomes that are ready."""

@@ -39,7 +39,6 @@ import importlib
 import inspect
 import logging
 import os
-import queue
 import signal
 import sys
 import threading
@@ -47,6 +46,7 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 from typing import Any, Awaitable, Callable, Union
 
 from . import moves, reads
@@ -133,7 +133,7 @@ class HandlerThreads:
                  loop: asyncio.AbstractEventLoop) -> None:
         self._handler = handler
         self._loop = loop
-        self._jobs: queue.SimpleQueue[tuple[ClaimedJob, asyncio.Future[Any]] | None] = queue.SimpleQueue()
+        self._jobs: SimpleQueue[tuple[ClaimedJob, asyncio.Future[Any]] | None] = SimpleQueue()
         self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
         self._lock = threading.Lock()
         self._wake_pending = False
@@ -156,7 +156,7 @@ class HandlerThreads:
         while True:
             try:
                 item = self._jobs.get_nowait()
-            except queue.Empty:
+            except Empty:
                 break
             if item is not None:
                 item[1].cancel()
@@ -212,7 +212,6 @@ class _Held:
 
     job: ClaimedJob
     running: asyncio.Future[Any] | None = None
-    started: bool = False
     report: Call[Any] | None = None
     outcome: str = ""
     sent: bool = False
@@ -565,7 +564,6 @@ class Worker:
 
     def _run(self, h: _Held) -> None:
         job = h.job
-        h.started = True
         self._running += 1
         if self._async:
             h.running = asyncio.ensure_future(self.handler(job))

@@ -16,7 +16,7 @@ import pytest
 
 from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, InvalidInput
 from queues.keys import STATES, QueueKeys
-from queues.worker import Worker, WorkerStats, load_handler
+from queues.worker import HandlerThreads, Worker, WorkerStats, load_handler
 from tests.support.redis_servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,6 +323,8 @@ def test_load_handler_says_clearly_what_is_wrong(handler_module: str, spec: str,
 def test_a_worker_refuses_bad_settings(redis_url: str) -> None:
     with pytest.raises(InvalidInput, match="concurrency must be between 1 and 10000"):
         Worker(queue="mail", handler=lambda job: None, concurrency=0, url=redis_url)
+    with pytest.raises(InvalidInput, match="prefetch must be between 0 and 10000"):
+        Worker(queue="mail", handler=lambda job: None, prefetch=-1, url=redis_url)
     with pytest.raises(InvalidInput, match="queue name"):
         Worker(queue="a{b}", handler=lambda job: None, url=redis_url)
     with pytest.raises(InvalidInput, match="handler must be callable"):
@@ -344,3 +346,116 @@ async def test_an_idle_worker_picks_up_a_delayed_job_when_it_falls_due(mq: EchoM
 
     assert mq.job("mail", job_id).state == "done"
     assert 350 <= done_at[0] - enqueued_at < 1500
+
+
+async def test_prefetch_holds_at_most_concurrency_plus_prefetch_leases_and_runs_at_most_concurrency_handlers(
+        mq: EchoMQ, redis_url: str) -> None:
+    ids = mq.enqueue_many("mail", [str(i) for i in range(30)])
+    running: list[int] = [0]
+    most_running = 0
+    leases: list[int] = []
+
+    async def handle(job: ClaimedJob) -> None:
+        nonlocal most_running
+        running[0] += 1
+        most_running = max(most_running, running[0])
+        await asyncio.sleep(0.03)
+        running[0] -= 1
+
+    async def watch_leases() -> None:
+        while True:
+            leases.append(mq.stats("mail").counts["active"])
+            await asyncio.sleep(0.005)
+
+    watching = asyncio.create_task(watch_leases())
+    worker = Worker(queue="mail", handler=handle, url=redis_url, concurrency=2, prefetch=3)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 30)
+    watching.cancel()
+
+    assert most_running == 2
+    assert max(leases) == 5
+    assert (stats.claimed, stats.completed, stats.lost, stats.released) == (30, 30, 0, 0)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 30}
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_prefetched_job_waiting_for_a_handler_keeps_its_lease_through_the_heartbeat(
+        mq: EchoMQ, redis_url: str, kind: str) -> None:
+    ids = mq.enqueue_many("reports", ["first", "second"])
+
+    def slow(job: ClaimedJob) -> None:
+        time.sleep(1.0)
+
+    async def slow_async(job: ClaimedJob) -> None:
+        await asyncio.sleep(1.0)
+
+    worker = Worker(queue="reports", handler=slow if kind == "sync" else slow_async, url=redis_url,
+                    lease_ms=300, prefetch=1)
+    stats = await _serve_until(worker, lambda: mq.stats("reports").counts["done"] == 2)
+
+    # The second job waited a second, three leases long, and its own worker's sweep never took it back.
+    assert [mq.job("reports", i).attempts for i in ids] == ["1", "1"]
+    assert [e.move for e in reversed(mq.events("reports"))] == [
+        "enqueue", "enqueue", "claim", "claim", "complete", "complete"]
+    assert (stats.claimed, stats.completed, stats.lost) == (2, 2, 0)
+
+
+async def test_stopping_hands_back_prefetched_jobs_at_once_without_starting_them(mq: EchoMQ, redis_url: str) -> None:
+    ids = mq.enqueue_many("mail", ["a", "b", "c"])
+    started: list[str] = []
+    first = asyncio.Event()
+
+    async def handle(job: ClaimedJob) -> None:
+        started.append(job.id)
+        first.set()
+        await asyncio.sleep(0.5)
+
+    worker = Worker(queue="mail", handler=handle, url=redis_url, prefetch=2, grace_ms=5000)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.wait_for(first.wait(), 10)
+    while mq.stats("mail").counts["active"] < 3:
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.sleep(0.2)
+    handed_back_before_the_handler_ended = mq.stats("mail").counts["pending"]
+    stats = await asyncio.wait_for(serving, 10)
+
+    assert handed_back_before_the_handler_ended == 2
+    assert len(started) == 1 and mq.job("mail", started[0]).state == "done"
+    assert (stats.claimed, stats.completed, stats.released) == (3, 1, 2)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 2}
+    assert [mq.job("mail", i).attempts for i in ids] == ["1", "1", "1"]
+
+
+def test_handler_threads_return_outcomes_and_drop_jobs_not_started_at_shutdown() -> None:
+    release = threading.Event()
+
+    def handle(job: ClaimedJob) -> str:
+        if job.payload == b"boom":
+            raise ValueError("boom")
+        if job.payload == b"block":
+            release.wait(10)
+        return job.id
+
+    def job(job_id: str, payload: bytes) -> ClaimedJob:
+        return ClaimedJob("mail", job_id, 1, "claim", payload, 0)
+
+    async def scenario() -> tuple[str, BaseException | None, bool, bool, bool]:
+        threads = HandlerThreads(handle, 1, "t", asyncio.get_running_loop())
+        done = await threads.submit(job("ok", b""))
+        failed = threads.submit(job("bad", b"boom"))
+        await asyncio.wait([failed])
+        blocked = threads.submit(job("slow", b"block"))
+        queued = threads.submit(job("never", b""))
+        while not threads.busy():
+            await asyncio.sleep(0.01)
+        threads.shutdown()
+        release.set()
+        await asyncio.wait_for(blocked, 10)
+        while threads.busy():
+            await asyncio.sleep(0.01)
+        return done, failed.exception(), queued.cancelled(), blocked.result() == "slow", threads.busy()
+
+    done, error, dropped, finished, busy = asyncio.run(scenario())
+    assert (done, str(error), dropped, finished, busy) == ("ok", "boom", True, True, False)

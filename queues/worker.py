@@ -566,7 +566,7 @@ class Worker:
         job = h.job
         self._running += 1
         if self._async:
-            h.running = asyncio.ensure_future(self.handler(job))
+            h.running = asyncio.get_running_loop().create_task(self.handler(job))  # type: ignore[arg-type]
         else:
             assert self._threads is not None
             h.running = self._threads.submit(job)

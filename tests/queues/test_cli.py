@@ -102,7 +102,7 @@ def test_worker_runs_a_module_callable_handler_until_sigterm(redis_url: str, mq:
     ids = mq.enqueue_many("q", ["{}"] * 20)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     worker = subprocess.Popen([sys.executable, "-m", "queues", "--url", redis_url, "worker", "q", "--handler",
-                               "cli_handlers:ok", "--concurrency", "4"], env=env)
+                               "cli_handlers:ok", "--concurrency", "4", "--prefetch", "4"], env=env)
     try:
         deadline = time.monotonic() + 20
         while mq.stats("q").counts["done"] < len(ids) and time.monotonic() < deadline:
@@ -116,3 +116,8 @@ def test_worker_runs_a_module_callable_handler_until_sigterm(redis_url: str, mq:
 def test_worker_with_a_bad_handler_exits_2(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = emq(redis_url, capsys, "worker", "q", "--handler", "no_such_module_here:run")
     assert code == 2 and "no module named" in err
+
+
+def test_worker_with_a_negative_prefetch_exits_2(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = emq(redis_url, capsys, "worker", "q", "--handler", "queues.worker:error_text", "--prefetch", "-1")
+    assert code == 2 and "prefetch must be between 0 and 10000" in err

@@ -403,25 +403,29 @@ async def test_a_prefetched_job_waiting_for_a_handler_keeps_its_lease_through_th
 async def test_stopping_hands_back_prefetched_jobs_at_once_without_starting_them(mq: EchoMQ, redis_url: str) -> None:
     ids = mq.enqueue_many("mail", ["a", "b", "c"])
     started: list[str] = []
-    first = asyncio.Event()
+    first, finish = asyncio.Event(), asyncio.Event()
 
     async def handle(job: ClaimedJob) -> None:
         started.append(job.id)
         first.set()
-        await asyncio.sleep(0.5)
+        await finish.wait()
 
-    worker = Worker(queue="mail", handler=handle, url=redis_url, prefetch=2, grace_ms=5000)
+    worker = Worker(queue="mail", handler=handle, url=redis_url, prefetch=2, grace_ms=10_000)
     stop = asyncio.Event()
     serving = asyncio.create_task(worker.serve(stop))
     await asyncio.wait_for(first.wait(), 10)
     while mq.stats("mail").counts["active"] < 3:
         await asyncio.sleep(0.01)
     stop.set()
-    await asyncio.sleep(0.2)
-    handed_back_before_the_handler_ended = mq.stats("mail").counts["pending"]
+    deadline = time.monotonic() + 10
+    while mq.stats("mail").counts["pending"] < 2:
+        assert time.monotonic() < deadline, "the prefetched jobs were not handed back"
+        await asyncio.sleep(0.01)
+    handler_still_running = not serving.done() and len(started) == 1
+    finish.set()
     stats = await asyncio.wait_for(serving, 10)
 
-    assert handed_back_before_the_handler_ended == 2
+    assert handler_still_running
     assert len(started) == 1 and mq.job("mail", started[0]).state == "done"
     assert (stats.claimed, stats.completed, stats.released) == (3, 1, 2)
     assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 2}

@@ -468,8 +468,9 @@ class AsyncEchoMQ(_Moves):
         self._registered: set[str] = set()
         pool = getattr(client, "connection_pool", None)
         self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
-        # One lean connection per node (one in all when standalone), opened on first use in the running loop.
-        self._wires: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Wire]]] = {}
+        # One lean connection per node ("" when standalone) and event loop, opened on first use: the
+        # console's follower and its pages may share a client from different loops.
+        self._wires: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[Wire]] = {}
 
     @classmethod
     def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> AsyncEchoMQ:
@@ -477,9 +478,13 @@ class AsyncEchoMQ(_Moves):
 
     async def close(self) -> None:
         wires, self._wires = self._wires, {}
-        for _, opening in wires.values():
-            if opening.done() and not opening.cancelled() and opening.exception() is None:
-                opening.result().close()
+        running = asyncio.get_running_loop()
+        for (loop, _), opening in wires.items():
+            if opening.done() and not opening.cancelled() and opening.exception() is None and not loop.is_closed():
+                if loop is running:
+                    opening.result().close()
+                else:
+                    loop.call_soon_threadsafe(opening.result().close)
         await self.redis.aclose()
 
     async def run(self, call: Call[T]) -> T:
@@ -579,16 +584,17 @@ class AsyncEchoMQ(_Moves):
 
     async def _wire(self, where: str, options: dict[str, Any]) -> Wire:
         loop = asyncio.get_running_loop()
-        known = self._wires.get(where)
-        if known is not None and known[0] is loop:
-            opening = known[1]
+        opening = self._wires.get((loop, where))
+        if opening is not None:
             if not opening.done():
                 # Callers that arrive while it opens share the one connection.
                 return await asyncio.shield(opening)
             if not opening.cancelled() and opening.exception() is None and opening.result().usable:
                 return opening.result()
+        for known in [key for key in self._wires if key[0].is_closed()]:
+            del self._wires[known]
         opening = asyncio.ensure_future(Wire.open(options))
-        self._wires[where] = (loop, opening)
+        self._wires[(loop, where)] = opening
         return await asyncio.shield(opening)
 
     async def _pipelined_on_pool(self, calls: list[Call[Any]]) -> list[Any]:

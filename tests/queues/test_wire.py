@@ -22,7 +22,7 @@ async def test_concurrent_callers_pipeline_on_one_connection_and_each_gets_its_o
     client = AsyncEchoMQ.from_url(redis_url, actor="w1")
     batches = [[f"b{b}-j{j}" for j in range(b % 4 + 1)] for b in range(40)]
     results = await asyncio.gather(*(client.run_many(_enqueues("mail", ids)) for ids in batches))
-    wires = {id(opening.result()) for _, opening in client._wires.values()}
+    wires = {id(opening.result()) for opening in client._wires.values()}
     await client.close()
 
     assert results == batches
@@ -124,7 +124,7 @@ async def test_run_many_on_a_cluster_pipelines_per_node_and_resends_redirected_a
     calls = [moves.enqueue(q, "x", job_id=f"{q}-{n}") for n in range(3) for q in queues]
     assert await client.run_many(calls) == [f"{q}-{n}" for n in range(3) for q in queues]
     nodes = {client.redis.get_node_from_key(QueueKeys(q).pending).name for q in queues}  # type: ignore[union-attr]
-    assert len(nodes) > 1 and set(client._wires) == nodes
+    assert len(nodes) > 1 and {where for _, where in client._wires} == nodes
 
     # A stale slot map sends a queue's calls to a node that answers MOVED; every
     # node forgot the scripts, so the others answer NOSCRIPT: none of them ran.
@@ -143,3 +143,21 @@ async def test_run_many_on_a_cluster_pipelines_per_node_and_resends_redirected_a
     checker = EchoMQ.from_url(cluster.url)
     assert [checker.stats(q).counts["active"] for q in queues] == [3] * len(queues)
     checker.close()
+
+
+def test_a_client_shared_by_two_event_loops_keeps_one_connection_for_each(mq: EchoMQ, redis_url: str) -> None:
+    client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+
+    async def enqueue(ids: list[str]) -> list[str]:
+        return await client.run_many(_enqueues("mail", ids))
+
+    def connections() -> int:
+        return sum(1 for c in mq.redis.client_list() if c["name"] == "" and c["cmd"] == "evalsha")
+
+    with asyncio.Runner() as one, asyncio.Runner() as two:
+        results = [runner.run(enqueue([f"{n}-{i}"])) for i in range(5) for n, runner in (("one", one), ("two", two))]
+        opened = connections()
+        one.run(client.close())
+
+    assert results == [[f"{n}-{i}"] for i in range(5) for n in ("one", "two")]
+    assert opened == 2

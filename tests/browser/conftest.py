@@ -55,33 +55,56 @@ def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 
     raise RuntimeError("daphne did not answer")
 
 
+def _start_daphne(env: dict[str, str], workdir: Path, name: str) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "dashboard.asgi:application"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_for_http(url, daphne)
+    except RuntimeError:
+        _stop(daphne)
+        raise
+    return url, daphne
+
+
+def _stop(daphne: subprocess.Popen[bytes]) -> None:
+    daphne.terminate()
+    try:
+        daphne.wait(10)
+    except subprocess.TimeoutExpired:
+        daphne.kill()
+
+
 @pytest.fixture(scope="session")
 def console() -> Iterator[Console]:
     redis = RedisServer().start()
     workdir = Path(tempfile.mkdtemp(prefix="emq-console-"))
-    port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "browser-tests-only-" + "x" * 40,
            "EMQ_REDIS_URL": redis.url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir)}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
     subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
                     f"user_create(username={USERNAME!r}, password={PASSWORD!r}, role='viewers')"],
                    env=env, cwd=ROOT, check=True, timeout=60)
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "dashboard.asgi:application"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=open(workdir / "daphne.log", "wb"))
-    url = f"http://127.0.0.1:{port}/"
+    url, daphne = _start_daphne(env, workdir, "daphne")
     try:
-        _wait_for_http(url, daphne)
         yield Console(url, redis, env)
     finally:
-        daphne.terminate()
-        try:
-            daphne.wait(10)
-        except subprocess.TimeoutExpired:
-            daphne.kill()
+        _stop(daphne)
         redis.cleanup()
+
+
+@pytest.fixture
+def second_console(console: Console) -> Iterator[str]:
+    """Another daphne process serving the same database and Redis, as behind one load balancer."""
+    url, daphne = _start_daphne(console.env, Path(console.env["EMQ_CONSOLE_WORKDIR"]), "daphne-2")
+    try:
+        yield url
+    finally:
+        _stop(daphne)
 
 
 @pytest.fixture(scope="session")

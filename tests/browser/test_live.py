@@ -75,3 +75,22 @@ def test_the_banner_appears_when_redis_stops_and_goes_when_it_returns(page: Page
 
     console.cli("enqueue", "cli-after", '{"n": 1}')
     expect(page.locator(f"#{dom_id('q', 'cli-after')} td.pending")).to_have_text("1", timeout=5000)
+
+
+def test_pages_served_by_two_daphne_processes_both_follow_a_move(page: Page, console: Console,
+                                                                 second_console: str) -> None:
+    # Cookies are per host, not per port: the one login is good for both processes,
+    # as it would be behind one address.
+    console.cli("enqueue", "two-procs", '{"n": 1}')
+    other = page.context.new_page()
+    page.goto(console.url)
+    other.goto(second_console)
+    counts = [p.locator(f"#{dom_id('q', 'two-procs')} td.pending") for p in (page, other)]
+    for count, shown in zip(counts, (page, other)):
+        expect(count).to_have_text("1")
+        wait_until_live(shown)
+
+    console.cli("enqueue", "two-procs", '{"n": 2}')
+
+    for count in counts:
+        expect(count).to_have_text("2", timeout=1000)

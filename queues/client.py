@@ -27,7 +27,7 @@ from .connection import is_cluster_client
 from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id, validate_queue_name
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .scripts import MOVES, script
-from .wire import Wire, wire_options
+from .wire import BlockingWire, Wire, wire_options
 
 T = TypeVar("T")
 
@@ -59,6 +59,55 @@ def _translate(call: Call[Any], error: Exception) -> Exception:
 
 def _parse(call: Call[T], reply: Any) -> T:
     return call.parse(reply)
+
+
+def _result(call: Call[Any], reply: Any) -> Any:
+    """A call's result from its reply, or the error it stands for."""
+    try:
+        if isinstance(reply, Exception):
+            raise reply
+        return call.parse(reply)
+    except Exception as error:
+        return _translate(call, error)
+
+
+def _packed(calls: list[Call[Any]]) -> bytes:
+    return b"".join(hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys,
+                                          *call.args)) for call in calls)
+
+
+class BlockingRunner:
+    """Runs calls pipelined on a :class:`~queues.wire.BlockingWire` of its own, for one thread
+    (a worker's handler thread; see :meth:`AsyncEchoMQ.blocking_runner`). Standalone Redis only."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+        self._wire: BlockingWire | None = None
+
+    def run_many(self, calls: list[Call[Any]]) -> list[Any]:
+        """As :meth:`EchoMQ.run_many`: one round trip, each call its own atomic script; a lost connection
+        raises ``Unavailable`` and the next call opens a new one."""
+        if not calls:
+            return []
+        try:
+            if self._wire is None or not self._wire.usable:
+                self._wire = BlockingWire.open(self._options)
+            replies = self._wire.call(_packed(calls), len(calls))
+            results: list[Any] = []
+            for call, reply in zip(calls, replies):
+                if isinstance(reply, redis.exceptions.NoScriptError):
+                    # Not cached (a SCRIPT FLUSH, a restart): the script did not run, so EVAL runs it once.
+                    s = script(call.script)
+                    reply = self._wire.call(hiredis.pack_command(("EVAL", s.source, len(call.keys), *call.keys,
+                                                                  *call.args)), 1)[0]
+                results.append(_result(call, reply))
+            return results
+        except Exception as error:
+            raise _translate(calls[0], error) from error
+
+    def close(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,18 +569,23 @@ class AsyncEchoMQ(_Moves):
     async def _results(self, calls: list[Call[Any]], replies: list[Any]) -> list[Any]:
         results: list[Any] = []
         for call, reply in zip(calls, replies):
-            try:
-                if isinstance(reply, _NOT_RUN):
-                    # The script did not run (not cached, or its slot lives elsewhere
-                    # now): send it again alone, through the redirect-following path.
+            if isinstance(reply, _NOT_RUN):
+                # The script did not run (not cached, or its slot lives elsewhere
+                # now): send it again alone, through the redirect-following path.
+                try:
                     results.append(await self.run(call))
-                    continue
-                if isinstance(reply, Exception):
-                    raise reply
-                results.append(call.parse(reply))
-            except Exception as error:
-                results.append(_translate(call, error))
+                except Exception as error:
+                    results.append(_translate(call, error))
+                continue
+            results.append(_result(call, reply))
         return results
+
+    def blocking_runner(self) -> BlockingRunner | None:
+        """A runner of this client's server for one thread, on a blocking wire of its own;
+        None when the client is a cluster or not a plain connection (TLS, RESP3, ...)."""
+        if self._wire_options is None or is_cluster_client(self.redis):
+            return None
+        return BlockingRunner(self._wire_options)
 
     async def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
         """Groups the calls by the node that owns their slot and pipelines each group on that node.
@@ -578,9 +632,7 @@ class AsyncEchoMQ(_Moves):
     async def _pipelined(self, where: str, options: dict[str, Any], calls: list[Call[Any]]) -> list[Any]:
         """Sends every EVALSHA in one write on the lean :class:`~queues.wire.Wire` to ``where``
         (a node's name; "" when standalone) and returns the replies in order, an error reply in its place."""
-        packed = b"".join(hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys,
-                                                *call.args)) for call in calls)
-        return await (await self._wire(where, options)).call(packed, len(calls))
+        return await (await self._wire(where, options)).call(_packed(calls), len(calls))
 
     async def _wire(self, where: str, options: dict[str, Any]) -> Wire:
         loop = asyncio.get_running_loop()
@@ -603,8 +655,7 @@ class AsyncEchoMQ(_Moves):
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:
-            await connection.send_packed_command(b"".join(hiredis.pack_command(
-                ("EVALSHA", script(call.script).sha, len(call.keys), *call.keys, *call.args)) for call in calls))
+            await connection.send_packed_command(_packed(calls))
             replies: list[Any] = []
             for _ in calls:
                 try:

@@ -18,6 +18,7 @@ its replies to be read and dropped, so the order stays right.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
 from typing import Any
 
@@ -99,24 +100,14 @@ class Wire:
         except (OSError, TimeoutError) as error:
             raise redis.exceptions.ConnectionError(f"cannot connect to redis: {error}") from error
         wire = cls(protocol, options["socket_timeout"])
-        handshake: list[tuple[Any, ...]] = []
-        if options["password"]:
-            handshake.append(("AUTH", options["username"], options["password"]) if options["username"]
-                             else ("AUTH", options["password"]))
-        if options["db"]:
-            handshake.append(("SELECT", options["db"]))
-        if options["client_name"]:
-            handshake.append(("CLIENT", "SETNAME", options["client_name"]))
+        handshake = _handshake(options)
         if handshake:
             try:
-                replies = await wire.call(b"".join(hiredis.pack_command(c) for c in handshake), len(handshake))
+                _check_handshake(await wire.call(b"".join(hiredis.pack_command(c) for c in handshake),
+                                                 len(handshake)))
             except BaseException:
                 wire.close()
                 raise
-            for reply in replies:
-                if isinstance(reply, Exception):
-                    wire.close()
-                    raise redis.exceptions.AuthenticationError(f"redis refused the connection: {reply}")
         return wire
 
     @property
@@ -148,4 +139,90 @@ class Wire:
             transport.close()
 
 
-__all__ = ["Wire", "wire_options"]
+def _handshake(options: dict[str, Any]) -> list[tuple[Any, ...]]:
+    commands: list[tuple[Any, ...]] = []
+    if options["password"]:
+        commands.append(("AUTH", options["username"], options["password"]) if options["username"]
+                        else ("AUTH", options["password"]))
+    if options["db"]:
+        commands.append(("SELECT", options["db"]))
+    if options["client_name"]:
+        commands.append(("CLIENT", "SETNAME", options["client_name"]))
+    return commands
+
+
+def _check_handshake(replies: list[Any]) -> None:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise redis.exceptions.AuthenticationError(f"redis refused the connection: {reply}")
+
+
+class BlockingWire:
+    """The same connection for one thread, blocking: a worker's handler thread makes its round trips on it
+    without the event loop. A failed or timed-out connection is closed and stays failed."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._reader = hiredis.Reader(replyError=BaseParser.parse_error)
+        self._lost: Exception | None = None
+
+    @classmethod
+    def open(cls, options: dict[str, Any]) -> BlockingWire:
+        try:
+            if options["path"]:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(options["socket_connect_timeout"])
+                sock.connect(options["path"])
+            else:
+                sock = socket.create_connection((options["host"] or "localhost", options["port"] or 6379),
+                                                timeout=options["socket_connect_timeout"])
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(options["socket_timeout"])
+        except OSError as error:
+            raise redis.exceptions.ConnectionError(f"cannot connect to redis: {error}") from error
+        wire = cls(sock)
+        handshake = _handshake(options)
+        if handshake:
+            try:
+                _check_handshake(wire.call(b"".join(hiredis.pack_command(c) for c in handshake), len(handshake)))
+            except BaseException:
+                wire.close()
+                raise
+        return wire
+
+    @property
+    def usable(self) -> bool:
+        return self._lost is None
+
+    def call(self, packed: bytes, count: int) -> list[Any]:
+        if self._lost is not None:
+            raise self._lost
+        replies: list[Any] = []
+        try:
+            self._sock.sendall(packed)
+            while len(replies) < count:
+                reply = self._reader.gets()
+                if reply is not False:
+                    replies.append(reply)
+                    continue
+                data = self._sock.recv(65536)
+                if not data:
+                    raise redis.exceptions.ConnectionError("connection to redis lost: closed")
+                self._reader.feed(data)
+        except TimeoutError:
+            self._lost = redis.exceptions.TimeoutError(f"no reply from redis within {self._sock.gettimeout()} s")
+        except OSError as error:
+            self._lost = redis.exceptions.ConnectionError(f"connection to redis lost: {error}")
+        except redis.exceptions.ConnectionError as error:
+            self._lost = error
+        if self._lost is not None:
+            self.close()
+            raise self._lost
+        return replies
+
+    def close(self) -> None:
+        self._lost = self._lost or redis.exceptions.ConnectionError("connection closed")
+        self._sock.close()
+
+
+__all__ = ["Wire", "BlockingWire", "wire_options"]

@@ -15,6 +15,14 @@ half the slots), so that Redis and the handlers work at the same time. A job
 holds its slot from its claim until its outcome is acknowledged, so the worker
 never holds more leases than ``concurrency + prefetch``.
 
+With one handler and no prefetch rounds cannot overlap (the next claim waits
+for the handler), so each job is one round trip, the last outcome and the next
+claim pipelined as two scripts, with no hop through the event loop between the
+reply and the handler: an async handler runs in the task that made the round
+trip; a sync handler's thread makes its round trips itself, on a connection of
+its own (standalone Redis over a plain connection; otherwise through the loop).
+The heartbeat, lost leases and the hand-back below work the same on it.
+
 ``prefetch`` (default 0) lets the worker claim that many jobs ahead of its
 running handlers, so that a finished handler starts its next job without
 waiting for a round trip. A prefetched job is leased from its claim: the
@@ -50,7 +58,7 @@ from queue import Empty, SimpleQueue
 from typing import Any, Awaitable, Callable, Union
 
 from . import moves, reads
-from .client import AsyncEchoMQ, default_actor
+from .client import AsyncEchoMQ, BlockingRunner, default_actor
 from .errors import EmqError, InvalidInput, NothingToClaim, Refused, Unavailable
 from .keys import validate_queue_name
 from .moves import Call, ClaimedJob
@@ -268,6 +276,12 @@ class Worker:
         self._backoff = 0.1
         self._clock_offset_ms: int | None = None
         self._threads: HandlerThreads | None = None
+        # With one sync handler on a thread of its own (see _serve_one), it and the loop book held jobs,
+        # outcomes and tallies under this lock.
+        self._lock = threading.Lock()
+        self._thread_stop = threading.Event()
+        self._closed = False
+        self._busy_here = False
 
     # Entry points ------------------------------------------------------------
 
@@ -280,7 +294,7 @@ class Worker:
         """
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             stats = runner.run(self._serve_until_signalled())
-        if self._threads is not None and self._threads.busy():
+        if self._busy_here or self._threads is not None and self._threads.busy():
             # Python cannot stop a thread; the jobs of the handlers still in one
             # have been handed back, so nothing is gained by waiting for them.
             log.warning("handler threads still running after their jobs were handed back; exiting")
@@ -314,6 +328,7 @@ class Worker:
         """Works until ``stop`` is set, then shuts down gracefully; returns the tallies."""
         stop = stop or asyncio.Event()
         self._stop, self._in_grace = stop, False
+        self._thread_stop, self._closed = threading.Event(), False
         # Two rounds of half the slots each keep Redis and this process busy at the same time.
         slots = self.concurrency + self.prefetch
         self._round_size = min(self.batch, -(-slots // 2) if slots >= 4 else slots)
@@ -330,7 +345,10 @@ class Worker:
         log.info("worker %s on %s: concurrency %d, lease %d ms", self.actor, self.queue, self.concurrency,
                  self.lease_ms)
         try:
-            await self._exchange(client, stop)
+            if self.concurrency == 1 and not self.prefetch:
+                await self._serve_one(client, stop)
+            else:
+                await self._exchange(client, stop)
         finally:
             heartbeat.cancel()
             watcher.cancel()
@@ -418,6 +436,195 @@ class Worker:
             if rounds:
                 await asyncio.wait(rounds)
 
+    # One handler, no prefetch: the job's whole life in one task or thread ------
+
+    async def _serve_one(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
+        """Runs one handler's loop until stopped; hands its job back if the grace period runs out.
+
+        With one handler and no prefetch the rounds of :meth:`_exchange` cannot
+        overlap (the next claim waits for the handler), and its tasks, callbacks
+        and wake-ups cost more than the round trip. Here each job is one round
+        trip (the last outcome and the next claim, two scripts pipelined) and
+        its handler starts as soon as the reply is read: an async handler in the
+        same task (:meth:`_one_by_one`), a sync handler on a thread of its own
+        with a blocking connection of its own (:meth:`_one_by_one_on_thread`).
+        The heartbeat, a lost lease and a hand-back see the job in ``_held`` as
+        in the exchange; the thread and the loop book it under ``_lock``.
+        """
+        runner = None if self._async else client.blocking_runner()
+        serial = self._start_thread(runner) if runner is not None \
+            else asyncio.ensure_future(self._one_by_one(client, stop))
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait([serial, stopped], return_when=asyncio.FIRST_COMPLETED)
+            self._thread_stop.set()
+            if not serial.done():
+                self._in_grace = True
+                hurried = asyncio.create_task(self._hurry.wait())
+                await asyncio.wait([serial, hurried], timeout=self.grace_ms / 1000,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                hurried.cancel()
+            if not serial.done():
+                await self._hand_back(client)
+        finally:
+            self._thread_stop.set()
+            stopped.cancel()
+            serial.cancel()
+            await asyncio.gather(serial, stopped, return_exceptions=True)
+        if not serial.cancelled() and serial.exception() is not None:
+            raise serial.exception()  # type: ignore[misc]
+
+    def _serial_calls(self, reports: list[_Held], claim: bool) -> tuple[list[list[_Held]], list[Call[Any]]]:
+        groups, calls = self._report_calls(reports)
+        if claim:
+            calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=1))
+        return groups, calls
+
+    def _serial_claimed(self, result: Any) -> _Held | float:
+        """The claimed job, now held; or how long to wait before the next claim (seconds)."""
+        if not isinstance(result, list) or not result:
+            return max(self._take_claim(result) - time.monotonic(), 0.0)
+        job: ClaimedJob = result[0]
+        self._clock_offset_ms = job.lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
+        self.stats.claimed += 1
+        h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
+        self._held[job.id] = h
+        return h
+
+    async def _one_by_one(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
+        """One async handler: report, claim and run in this task (a lost lease or a hand-back cancels it
+        while the handler runs, as it would cancel the handler's own task in the exchange)."""
+        task = asyncio.current_task()
+        assert task is not None
+        while True:
+            stopping = stop.is_set()
+            reports = self._take_reports()
+            if stopping and not reports:
+                return
+            groups, calls = self._serial_calls(reports, not stopping)
+            try:
+                results = await client.run_many(calls)
+            except Unavailable as error:
+                self._requeue(reports)
+                await self._sleep(self._unreachable(error), self._interrupt, lambda: False)
+                continue
+            self._backoff = 0.1
+            retry = self._settle_groups(groups, results)
+            self._requeue(retry)
+            if retry:
+                await self._sleep(0.05, self._interrupt, lambda: False)
+            if stopping:
+                continue
+            claimed = self._serial_claimed(results[-1])
+            if isinstance(claimed, float):
+                await self._sleep(claimed, self._interrupt, lambda: False)
+                continue
+            h, cancelled, error = claimed, False, None
+            h.running = task
+            try:
+                await self.handler(h.job)  # type: ignore[misc]
+            except asyncio.CancelledError:
+                if h.handed_back or not h.lost and task.cancelling():
+                    raise
+                if h.lost:
+                    task.uncancel()
+                cancelled = True
+            except Exception as raised:  # the handler's error is the job's outcome
+                error = raised
+            finally:
+                h.running = None
+            self._book(h, cancelled, error)
+
+    def _start_thread(self, runner: BlockingRunner) -> asyncio.Future[None]:
+        """Starts :meth:`_one_by_one_on_thread`; the future is done when it returns."""
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if not finished.done():
+                finished.set_result(None) if error is None else finished.set_exception(error)
+
+        def work() -> None:
+            error: BaseException | None = None
+            try:
+                self._one_by_one_on_thread(runner)
+            except BaseException as raised:  # handed to the loop, which raises it from serve()
+                error = raised
+            finally:
+                runner.close()
+            try:
+                loop.call_soon_threadsafe(settle, error)
+            except RuntimeError:  # the loop is closed: the worker has stopped
+                pass
+
+        threading.Thread(target=work, name=f"emq-{self.queue}", daemon=True).start()
+        return finished
+
+    def _one_by_one_on_thread(self, runner: BlockingRunner) -> None:
+        """One sync handler on this thread, its round trips on its own blocking connection: no loop hop."""
+        stop = self._thread_stop
+        while True:
+            stopping = stop.is_set()
+            with self._lock:
+                reports = self._take_reports()
+            if stopping and not reports:
+                return
+            groups, calls = self._serial_calls(reports, not stopping)
+            try:
+                results = runner.run_many(calls)
+            except Unavailable as error:
+                with self._lock:
+                    self._requeue(reports)
+                    wait = self._unreachable(error)
+                stop.wait(wait)
+                continue
+            with self._lock:
+                self._backoff = 0.1
+                retry = self._settle_groups(groups, results)
+                self._requeue(retry)
+                claimed = None if stopping else self._serial_claimed(results[-1])
+                if isinstance(claimed, _Held) and self._closed:
+                    # Claimed while the loop handed back what this worker held: hand this one back too.
+                    self._held.pop(claimed.job.id)
+                    claimed.handed_back = True
+            if retry:
+                stop.wait(0.05)
+            if isinstance(claimed, float):
+                stop.wait(claimed)
+            if not isinstance(claimed, _Held):
+                continue
+            if claimed.handed_back:
+                self._release_here(runner, claimed)
+                return
+            error: BaseException | None = None
+            self._busy_here = True
+            try:
+                self.handler(claimed.job)
+            except BaseException as raised:  # the handler's error is the job's outcome
+                error = raised
+            finally:
+                self._busy_here = False
+            with self._lock:
+                self._book(claimed, False, error)
+
+    def _release_here(self, runner: BlockingRunner, h: _Held) -> None:
+        try:
+            result = runner.run_many([moves.release(self.queue, h.job.id, h.job.token, actor=self.actor)])[0]
+        except Unavailable as error:
+            result = error
+        with self._lock:
+            if isinstance(result, Exception):
+                log.warning("release of job %s refused: %s", h.job.id, result)
+            else:
+                self.stats.released += 1
+
+    def _unreachable(self, error: Unavailable) -> float:
+        """Counts a round that did not reach Redis; returns how long to wait before the next (seconds)."""
+        self.stats.connection_errors += 1
+        log.warning("redis unavailable (%s); retrying in %.1f s", error, self._backoff)
+        wait, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF_S)
+        return wait
+
     def _round_done(self, rounds: set[asyncio.Task[None]], done: asyncio.Task[None]) -> None:
         # Woken only once the round has left the set, so the loop never waits on a finished round.
         rounds.discard(done)
@@ -432,11 +639,8 @@ class Worker:
         try:
             results = await client.run_many(calls)
         except Unavailable as error:
-            self.stats.connection_errors += 1
-            log.warning("redis unavailable (%s); retrying in %.1f s", error, self._backoff)
             self._requeue(reports)
-            self._pause_until = self._next_claim = time.monotonic() + self._backoff
-            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+            self._pause_until = self._next_claim = time.monotonic() + self._unreachable(error)
             return
         finally:
             self._reporting -= len(reports)
@@ -575,23 +779,25 @@ class Worker:
     def _finished(self, h: _Held, future: asyncio.Future[Any]) -> None:
         self._running -= 1
         self._start_waiting()
+        cancelled = future.cancelled()
+        self._book(h, cancelled, None if cancelled else future.exception())
+        self._wake.set()
+
+    def _book(self, h: _Held, cancelled: bool, error: BaseException | None) -> None:
+        """Puts a finished handler's outcome in the outbox, unless its job was lost or handed back."""
         if h.lost or h.handed_back:
             if self._held.get(h.job.id) is h and not h.sent:
                 self._held.pop(h.job.id)
-            self._wake.set()
             return
-        if future.cancelled():
+        if cancelled:
             h.outcome, h.report = "fail", moves.fail(self.queue, h.job.id, h.job.token, error="handler cancelled",
                                                     backoff_ms=self.backoff_ms, actor=self.actor)
-        elif future.exception() is not None:
-            error = future.exception()
-            assert error is not None
+        elif error is not None:
             h.outcome, h.report = "fail", moves.fail(self.queue, h.job.id, h.job.token, error=error_text(error),
                                                     backoff_ms=self.backoff_ms, actor=self.actor)
         else:
             h.outcome = "complete"
         self._outbox.append(h)
-        self._wake.set()
 
     def _lose(self, h: _Held, refusal: Exception) -> None:
         h.lost = True
@@ -617,25 +823,29 @@ class Worker:
                 await self._extend_all(client)
                 await self._sweep(client)
             except Unavailable as error:
-                self.stats.connection_errors += 1
+                with self._lock:
+                    self.stats.connection_errors += 1
                 log.warning("heartbeat could not reach redis: %s", error)
             except EmqError as error:
                 log.error("heartbeat failed: %s", error)
 
     async def _extend_all(self, client: AsyncEchoMQ) -> None:
-        holding = [h for h in self._held.values() if not (h.lost or h.handed_back or h.sent)]
+        with self._lock:
+            holding = [h for h in self._held.values() if not (h.lost or h.handed_back or h.sent)]
         for start in range(0, len(holding), moves.MAX_BATCH):
             chunk = holding[start:start + moves.MAX_BATCH]
             calls = [moves.extend(self.queue, h.job.id, h.job.token, lease_ms=self.lease_ms) for h in chunk]
-            for h, result in zip(chunk, await client.run_many(calls)):
-                if isinstance(result, Refused):
-                    # A report sent meanwhile moves the job on; only its own answer counts.
-                    if not (h.sent or h.handed_back or h.lost):
-                        self._lose(h, result)
-                elif isinstance(result, Exception):
-                    log.warning("extend of job %s failed: %s", h.job.id, result)
-                else:
-                    h.lease_deadline_ms = result
+            results = await client.run_many(calls)
+            with self._lock:
+                for h, result in zip(chunk, results):
+                    if isinstance(result, Refused):
+                        # A report sent meanwhile moves the job on; only its own answer counts.
+                        if not (h.sent or h.handed_back or h.lost):
+                            self._lose(h, result)
+                    elif isinstance(result, Exception):
+                        log.warning("extend of job %s failed: %s", h.job.id, result)
+                    else:
+                        h.lease_deadline_ms = result
 
     async def _sweep(self, client: AsyncEchoMQ) -> None:
         for _ in range(10):
@@ -670,12 +880,14 @@ class Worker:
 
     async def _hand_back(self, client: AsyncEchoMQ) -> None:
         """Releases every job whose handler has not finished, after sending the outcomes that are ready."""
-        reports = self._take_reports()
-        running = [h for h in self._held.values() if not h.outcome and not h.lost]
-        for h in running:
-            h.handed_back = True
-            if self._async and h.running is not None:
-                h.running.cancel()
+        with self._lock:
+            self._closed = True
+            reports = self._take_reports()
+            running = [h for h in self._held.values() if not h.outcome and not h.lost]
+            for h in running:
+                h.handed_back = True
+                if self._async and h.running is not None:
+                    h.running.cancel()
         groups, calls = self._report_calls(reports)
         reported = len(calls)
         calls += [moves.release(self.queue, h.job.id, h.job.token, actor=self.actor) for h in running]
@@ -691,13 +903,14 @@ class Worker:
             log.error("could not hand back %d jobs: their leases will lapse and the sweep will recover them",
                       len(running))
             return
-        self._settle_groups(groups, results[:reported])
-        for h, result in zip(running, results[reported:]):
-            self._held.pop(h.job.id, None)
-            if isinstance(result, Exception):
-                log.warning("release of job %s refused: %s", h.job.id, result)
-            else:
-                self.stats.released += 1
+        with self._lock:
+            self._settle_groups(groups, results[:reported])
+            for h, result in zip(running, results[reported:]):
+                self._held.pop(h.job.id, None)
+                if isinstance(result, Exception):
+                    log.warning("release of job %s refused: %s", h.job.id, result)
+                else:
+                    self.stats.released += 1
         if self._async:
             await asyncio.gather(*(h.running for h in running if h.running is not None), return_exceptions=True)
 

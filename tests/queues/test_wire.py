@@ -6,6 +6,7 @@ import pytest
 import redis
 
 from queues import AsyncEchoMQ, EchoMQ, InvalidInput, Unavailable, moves
+from queues.client import BlockingRunner
 from queues.connection import connect_async
 from queues.keys import QueueKeys
 from queues.moves import Call
@@ -161,3 +162,41 @@ def test_a_client_shared_by_two_event_loops_keeps_one_connection_for_each(mq: Ec
 
     assert results == [[f"{n}-{i}"] for i in range(5) for n in ("one", "two")]
     assert opened == 2
+
+
+def _blocking_runner(redis_url: str) -> BlockingRunner:
+    async def make() -> BlockingRunner | None:
+        client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+        made = client.blocking_runner()
+        await client.close()
+        return made
+
+    runner = asyncio.run(make())
+    assert runner is not None
+    return runner
+
+
+def test_a_blocking_runner_fails_a_killed_connection_as_unavailable_and_the_next_call_reconnects(
+        mq: EchoMQ, redis_url: str) -> None:
+    blocking = _blocking_runner(redis_url)
+    assert blocking.run_many(_enqueues("mail", ["a", "b"])) == ["a", "b"]
+    mq.redis.client_kill_filter(_type="normal", skipme=True)
+    with pytest.raises(Unavailable):
+        blocking.run_many(_enqueues("mail", ["c"]))
+    assert blocking.run_many(_enqueues("mail", ["d"])) == ["d"]
+    blocking.close()
+
+    # The server had closed the connection before "c" was sent: it never ran.
+    assert mq.stats("mail").counts["pending"] == 3
+    assert [mq.job("mail", job_id).text("payload") for job_id in ("a", "b", "d")] == [
+        "payload of a", "payload of b", "payload of d"]
+
+
+def test_a_blocking_runner_runs_a_script_flushed_from_the_cache(mq: EchoMQ, redis_url: str) -> None:
+    blocking = _blocking_runner(redis_url)
+    assert blocking.run_many(_enqueues("mail", ["a"])) == ["a"]
+    mq.redis.script_flush()
+    assert blocking.run_many(_enqueues("mail", ["b", "c"])) == ["b", "c"]
+    blocking.close()
+
+    assert mq.stats("mail").counts["pending"] == 3

@@ -50,8 +50,9 @@ def _assert_each_job_in_exactly_one_state(mq: EchoMQ, queue: str, ids: list[str]
     return states
 
 
+@pytest.mark.parametrize("concurrency", [1, 8])
 @pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_it_processes_a_batch_exactly_once(mq: EchoMQ, redis_url: str, kind: str) -> None:
+async def test_it_processes_a_batch_exactly_once(mq: EchoMQ, redis_url: str, kind: str, concurrency: int) -> None:
     ids = mq.enqueue_many("mail", [f"job {i}" for i in range(300)])
     seen: list[str] = []
     lock = threading.Lock()
@@ -64,7 +65,7 @@ async def test_it_processes_a_batch_exactly_once(mq: EchoMQ, redis_url: str, kin
         await asyncio.sleep(0.001)
         seen.append(job.id)
 
-    worker = Worker(queue="mail", handler=handle if kind == "sync" else handle_async, concurrency=8,
+    worker = Worker(queue="mail", handler=handle if kind == "sync" else handle_async, concurrency=concurrency,
                     url=redis_url, batch=5)
     stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 300)
 
@@ -94,7 +95,8 @@ async def test_a_failing_handler_is_retried_then_failed_with_its_last_error(mq: 
     assert (stats.failed, stats.completed) == (3, 0)
 
 
-async def test_a_long_job_outlives_its_lease_through_the_heartbeat(mq: EchoMQ, redis_url: str) -> None:
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_long_job_outlives_its_lease_through_the_heartbeat(mq: EchoMQ, redis_url: str, kind: str) -> None:
     job_id = mq.enqueue("reports", "big")
     runs: list[int] = []
 
@@ -102,7 +104,11 @@ async def test_a_long_job_outlives_its_lease_through_the_heartbeat(mq: EchoMQ, r
         runs.append(job.attempts)
         await asyncio.sleep(1.5)
 
-    worker = Worker(queue="reports", handler=slow, url=redis_url, lease_ms=300)
+    def slow_sync(job: ClaimedJob) -> None:
+        runs.append(job.attempts)
+        time.sleep(1.5)
+
+    worker = Worker(queue="reports", handler=slow if kind == "async" else slow_sync, url=redis_url, lease_ms=300)
     stats = await _serve_until(worker, lambda: mq.stats("reports").counts["done"] == 1)
 
     view = mq.job("reports", job_id)
@@ -197,7 +203,8 @@ async def test_it_keeps_working_when_redis_goes_away_and_comes_back() -> None:
         server.cleanup()
 
 
-async def test_it_reloads_its_scripts_after_a_script_flush(mq: EchoMQ, redis_url: str) -> None:
+@pytest.mark.parametrize("concurrency", [1, 4])
+async def test_it_reloads_its_scripts_after_a_script_flush(mq: EchoMQ, redis_url: str, concurrency: int) -> None:
     ids = mq.enqueue_many("mail", [str(i) for i in range(200)])
     flushed = threading.Event()
 
@@ -206,7 +213,7 @@ async def test_it_reloads_its_scripts_after_a_script_flush(mq: EchoMQ, redis_url
             flushed.set()
             mq.redis.script_flush()
 
-    worker = Worker(queue="mail", handler=handle, url=redis_url, concurrency=4)
+    worker = Worker(queue="mail", handler=handle, url=redis_url, concurrency=concurrency)
     stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 200)
 
     assert flushed.is_set()
@@ -463,3 +470,127 @@ def test_handler_threads_return_outcomes_and_drop_jobs_not_started_at_shutdown()
 
     done, error, dropped, finished, busy = asyncio.run(scenario())
     assert (done, str(error), dropped, finished, busy) == ("ok", "boom", True, True, False)
+
+
+# One handler and no prefetch: the job's whole life in one task (async) or on one thread (sync) -----------
+
+
+async def test_one_sync_handler_runs_every_job_on_one_thread_of_its_own(mq: EchoMQ, redis_url: str) -> None:
+    mq.enqueue_many("mail", [str(i) for i in range(50)])
+    threads: set[str] = set()
+    worker = Worker(queue="mail", handler=lambda job: threads.add(threading.current_thread().name), url=redis_url)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 50)
+
+    assert threads == {"emq-mail"}
+    assert (stats.claimed, stats.completed) == (50, 50)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_after_losing_a_lease_the_one_handler_goes_on_with_the_next_job(
+        mq: EchoMQ, redis_url: str, kind: str) -> None:
+    first = mq.enqueue("reports", "slow")
+    started = threading.Event()
+    finish = threading.Event()
+
+    def handle(job: ClaimedJob) -> None:
+        if job.payload == b"slow":
+            started.set()
+            finish.wait(10)
+
+    async def handle_async(job: ClaimedJob) -> None:
+        if job.payload == b"slow":
+            started.set()
+            await asyncio.sleep(30)
+
+    worker = Worker(queue="reports", handler=handle if kind == "sync" else handle_async, url=redis_url,
+                    lease_ms=300, poll_ms=20)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.to_thread(started.wait, 10)
+    mq.cancel("reports", first, expect_state="active")
+    while worker.stats.lost == 0:
+        assert not serving.done()
+        await asyncio.sleep(0.02)
+    finish.set()
+    second = mq.enqueue("reports", "fast")
+    deadline = time.monotonic() + 10
+    while mq.job("reports", second).state != "done":
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.02)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 10)
+
+    assert (mq.job("reports", first).state, mq.job("reports", first).text("last_error")) == ("failed", "cancelled")
+    assert (stats.claimed, stats.lost, stats.completed, stats.failed, stats.refused_reports) == (2, 1, 1, 0, 0)
+    assert [e.move for e in reversed(mq.events("reports"))] == [
+        "enqueue", "claim", "cancel", "enqueue", "claim", "complete"]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_stopping_lets_the_one_running_handler_finish_within_the_grace_period(
+        mq: EchoMQ, redis_url: str, kind: str) -> None:
+    ids = mq.enqueue_many("mail", [str(i) for i in range(5)])
+    started = threading.Event()
+
+    def handle(job: ClaimedJob) -> None:
+        started.set()
+        time.sleep(0.3)
+
+    async def handle_async(job: ClaimedJob) -> None:
+        started.set()
+        await asyncio.sleep(0.3)
+
+    worker = Worker(queue="mail", handler=handle if kind == "sync" else handle_async, url=redis_url,
+                    grace_ms=5000)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    await asyncio.to_thread(started.wait, 10)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 10)
+
+    assert (stats.claimed, stats.completed, stats.released) == (1, 1, 0)
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 4}
+
+
+ONE_HANDLER = '''
+import asyncio
+import time
+
+def sleepy(job):
+    time.sleep(30)
+
+async def sleepy_async(job):
+    await asyncio.sleep(30)
+'''
+
+
+@pytest.mark.parametrize("handler", ["sleepy", "sleepy_async"])
+def test_sigterm_hands_back_the_job_of_the_one_handler(mq: EchoMQ, redis_url: str, tmp_path: Path,
+                                                       handler: str) -> None:
+    (tmp_path / "one_handler.py").write_text(ONE_HANDLER)
+    ids = mq.enqueue_many("mail", ["a", "b"])
+    code = textwrap.dedent(f"""
+        import logging
+        from queues.worker import Worker
+        logging.basicConfig(level=logging.INFO)
+        Worker(queue="mail", handler="one_handler:{handler}", url={redis_url!r}, grace_ms=300).run()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while mq.stats("mail").counts["active"] < 1:
+            assert time.monotonic() < deadline and worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+            time.sleep(0.05)
+        started = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=15)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    assert time.monotonic() - started < 10
+    assert "released=1" in err
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"pending": 2}
+    assert [e.move for e in mq.events("mail") if e.move in ("claim", "release")] == ["release", "claim"]

@@ -15,13 +15,13 @@ half the slots), so that Redis and the handlers work at the same time. A job
 holds its slot from its claim until its outcome is acknowledged, so the worker
 never holds more leases than ``concurrency + prefetch``.
 
-With one handler and no prefetch rounds cannot overlap (the next claim waits
-for the handler), so each job is one round trip, the last outcome and the next
-claim pipelined as two scripts, with no hop through the event loop between the
-reply and the handler: an async handler runs in the task that made the round
-trip; a sync handler's thread makes its round trips itself, on a connection of
-its own (standalone Redis over a plain connection; otherwise through the loop).
-The heartbeat, lost leases and the hand-back below work the same on it.
+With one sync handler and no prefetch, rounds cannot overlap (the next claim
+waits for the handler), so the handler's thread makes its round trips itself,
+blocking, on a connection of its own (standalone Redis over a plain
+connection; otherwise it goes through the loop as above): each job is one
+round trip, the last outcome and the next claim pipelined as two scripts, and
+no hop through the event loop. The heartbeat, lost leases and the hand-back
+below work the same on it.
 
 ``prefetch`` (default 0) lets the worker claim that many jobs ahead of its
 running handlers, so that a finished handler starts its next job without
@@ -276,7 +276,7 @@ class Worker:
         self._backoff = 0.1
         self._clock_offset_ms: int | None = None
         self._threads: HandlerThreads | None = None
-        # With one sync handler on a thread of its own (see _serve_one), it and the loop book held jobs,
+        # With one sync handler on a thread of its own (see _serve_on_thread), it and the loop book held jobs,
         # outcomes and tallies under this lock.
         self._lock = threading.Lock()
         self._thread_stop = threading.Event()
@@ -336,7 +336,10 @@ class Worker:
         client = self._client or await self._connect(stop)
         if client is None:
             return self.stats
-        if not self._async:
+        # One sync handler without prefetch works on a thread and connection of its own (see _serve_on_thread).
+        runner = client.blocking_runner() if self.concurrency == 1 and not self.prefetch and not self._async \
+            else None
+        if not self._async and runner is None:
             self._threads = HandlerThreads(self.handler, self.concurrency, f"emq-{self.queue}",
                                            asyncio.get_running_loop())
         await self._read_clock(client)
@@ -345,8 +348,8 @@ class Worker:
         log.info("worker %s on %s: concurrency %d, lease %d ms", self.actor, self.queue, self.concurrency,
                  self.lease_ms)
         try:
-            if self.concurrency == 1 and not self.prefetch:
-                await self._serve_one(client, stop)
+            if runner is not None:
+                await self._serve_on_thread(client, runner, stop)
             else:
                 await self._exchange(client, stop)
         finally:
@@ -436,104 +439,40 @@ class Worker:
             if rounds:
                 await asyncio.wait(rounds)
 
-    # One handler, no prefetch: the job's whole life in one task or thread ------
+    # One sync handler, no prefetch: the job's whole life on one thread ---------
 
-    async def _serve_one(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
-        """Runs one handler's loop until stopped; hands its job back if the grace period runs out.
+    async def _serve_on_thread(self, client: AsyncEchoMQ, runner: BlockingRunner, stop: asyncio.Event) -> None:
+        """Runs :meth:`_one_by_one_on_thread` until stopped; hands its job back if the grace period runs out.
 
         With one handler and no prefetch the rounds of :meth:`_exchange` cannot
-        overlap (the next claim waits for the handler), and its tasks, callbacks
-        and wake-ups cost more than the round trip. Here each job is one round
-        trip (the last outcome and the next claim, two scripts pipelined) and
-        its handler starts as soon as the reply is read: an async handler in the
-        same task (:meth:`_one_by_one`), a sync handler on a thread of its own
-        with a blocking connection of its own (:meth:`_one_by_one_on_thread`).
-        The heartbeat, a lost lease and a hand-back see the job in ``_held`` as
-        in the exchange; the thread and the loop book it under ``_lock``.
+        overlap (the next claim waits for the handler), and for a sync handler
+        each job crosses from the loop to a thread and back. Here the handler's
+        thread makes its round trips itself, blocking, on a connection of its
+        own: one round trip per job (the last outcome and the next claim, two
+        scripts pipelined) and no loop hop. The heartbeat, a lost lease and a
+        hand-back, on the loop, see the job in ``_held`` as in the exchange;
+        the thread and the loop book it under ``_lock``.
         """
-        runner = None if self._async else client.blocking_runner()
-        serial = self._start_thread(runner) if runner is not None \
-            else asyncio.ensure_future(self._one_by_one(client, stop))
+        working = self._start_thread(runner)
         stopped = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait([serial, stopped], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([working, stopped], return_when=asyncio.FIRST_COMPLETED)
             self._thread_stop.set()
-            if not serial.done():
+            if not working.done():
                 self._in_grace = True
                 hurried = asyncio.create_task(self._hurry.wait())
-                await asyncio.wait([serial, hurried], timeout=self.grace_ms / 1000,
+                await asyncio.wait([working, hurried], timeout=self.grace_ms / 1000,
                                    return_when=asyncio.FIRST_COMPLETED)
                 hurried.cancel()
-            if not serial.done():
+            if not working.done():
                 await self._hand_back(client)
         finally:
             self._thread_stop.set()
             stopped.cancel()
-            serial.cancel()
-            await asyncio.gather(serial, stopped, return_exceptions=True)
-        if not serial.cancelled() and serial.exception() is not None:
-            raise serial.exception()  # type: ignore[misc]
-
-    def _serial_calls(self, reports: list[_Held], claim: bool) -> tuple[list[list[_Held]], list[Call[Any]]]:
-        groups, calls = self._report_calls(reports)
-        if claim:
-            calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=1))
-        return groups, calls
-
-    def _serial_claimed(self, result: Any) -> _Held | float:
-        """The claimed job, now held; or how long to wait before the next claim (seconds)."""
-        if not isinstance(result, list) or not result:
-            return max(self._take_claim(result) - time.monotonic(), 0.0)
-        job: ClaimedJob = result[0]
-        self._clock_offset_ms = job.lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
-        self.stats.claimed += 1
-        h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
-        self._held[job.id] = h
-        return h
-
-    async def _one_by_one(self, client: AsyncEchoMQ, stop: asyncio.Event) -> None:
-        """One async handler: report, claim and run in this task (a lost lease or a hand-back cancels it
-        while the handler runs, as it would cancel the handler's own task in the exchange)."""
-        task = asyncio.current_task()
-        assert task is not None
-        while True:
-            stopping = stop.is_set()
-            reports = self._take_reports()
-            if stopping and not reports:
-                return
-            groups, calls = self._serial_calls(reports, not stopping)
-            try:
-                results = await client.run_many(calls)
-            except Unavailable as error:
-                self._requeue(reports)
-                await self._sleep(self._unreachable(error), self._interrupt, lambda: False)
-                continue
-            self._backoff = 0.1
-            retry = self._settle_groups(groups, results)
-            self._requeue(retry)
-            if retry:
-                await self._sleep(0.05, self._interrupt, lambda: False)
-            if stopping:
-                continue
-            claimed = self._serial_claimed(results[-1])
-            if isinstance(claimed, float):
-                await self._sleep(claimed, self._interrupt, lambda: False)
-                continue
-            h, cancelled, error = claimed, False, None
-            h.running = task
-            try:
-                await self.handler(h.job)  # type: ignore[misc]
-            except asyncio.CancelledError:
-                if h.handed_back or not h.lost and task.cancelling():
-                    raise
-                if h.lost:
-                    task.uncancel()
-                cancelled = True
-            except Exception as raised:  # the handler's error is the job's outcome
-                error = raised
-            finally:
-                h.running = None
-            self._book(h, cancelled, error)
+            working.cancel()
+            await asyncio.gather(working, stopped, return_exceptions=True)
+        if not working.cancelled() and working.exception() is not None:
+            raise working.exception()  # type: ignore[misc]
 
     def _start_thread(self, runner: BlockingRunner) -> asyncio.Future[None]:
         """Starts :meth:`_one_by_one_on_thread`; the future is done when it returns."""
@@ -569,7 +508,9 @@ class Worker:
                 reports = self._take_reports()
             if stopping and not reports:
                 return
-            groups, calls = self._serial_calls(reports, not stopping)
+            groups, calls = self._report_calls(reports)
+            if not stopping:
+                calls.append(moves.claim(self.queue, lease_ms=self.lease_ms, worker=self.actor, count=1))
             try:
                 results = runner.run_many(calls)
             except Unavailable as error:
@@ -582,7 +523,7 @@ class Worker:
                 self._backoff = 0.1
                 retry = self._settle_groups(groups, results)
                 self._requeue(retry)
-                claimed = None if stopping else self._serial_claimed(results[-1])
+                claimed = None if stopping else self._claimed_here(results[-1])
                 if isinstance(claimed, _Held) and self._closed:
                     # Claimed while the loop handed back what this worker held: hand this one back too.
                     self._held.pop(claimed.job.id)
@@ -606,6 +547,17 @@ class Worker:
                 self._busy_here = False
             with self._lock:
                 self._book(claimed, False, error)
+
+    def _claimed_here(self, result: Any) -> _Held | float:
+        """The claimed job, now held; or how long to wait before the next claim (seconds)."""
+        if not isinstance(result, list) or not result:
+            return max(self._take_claim(result) - time.monotonic(), 0.0)
+        job: ClaimedJob = result[0]
+        self._clock_offset_ms = job.lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
+        self.stats.claimed += 1
+        h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
+        self._held[job.id] = h
+        return h
 
     def _release_here(self, runner: BlockingRunner, h: _Held) -> None:
         try:

@@ -181,13 +181,12 @@ class BlockingWire:
         except OSError as error:
             raise redis.exceptions.ConnectionError(f"cannot connect to redis: {error}") from error
         wire = cls(sock)
-        handshake = _handshake(options)
-        if handshake:
-            try:
-                _check_handshake(wire.call(b"".join(hiredis.pack_command(c) for c in handshake), len(handshake)))
-            except BaseException:
-                wire.close()
-                raise
+        commands = _handshake(options)
+        # A call that fails closes the wire itself; a refusal is a reply, so close it here.
+        replies = wire.call(b"".join(hiredis.pack_command(c) for c in commands), len(commands)) if commands else []
+        if any(isinstance(reply, Exception) for reply in replies):
+            wire.close()
+        _check_handshake(replies)
         return wire
 
     @property

@@ -344,7 +344,8 @@ class Worker:
                                            asyncio.get_running_loop())
         await self._read_clock(client)
         watcher = asyncio.create_task(self._relay(stop))
-        heartbeat = asyncio.create_task(self._heartbeat(client))
+        stopped = asyncio.Event()
+        heartbeat = asyncio.create_task(self._heartbeat(client, stopped))
         log.info("worker %s on %s: concurrency %d, lease %d ms", self.actor, self.queue, self.concurrency,
                  self.lease_ms)
         try:
@@ -353,7 +354,10 @@ class Worker:
             else:
                 await self._exchange(client, stop)
         finally:
-            heartbeat.cancel()
+            # The heartbeat is told to stop, not cancelled: on Python 3.11 a cancel
+            # that lands as a Redis reply arrives can be lost inside the client,
+            # and the heartbeat would then beat on and keep serve() from returning.
+            stopped.set()
             watcher.cancel()
             await asyncio.gather(heartbeat, watcher, return_exceptions=True)
             if self._threads is not None:
@@ -767,10 +771,12 @@ class Worker:
 
     # Heartbeat and sweep -------------------------------------------------------
 
-    async def _heartbeat(self, client: AsyncEchoMQ) -> None:
+    async def _heartbeat(self, client: AsyncEchoMQ, stopped: asyncio.Event) -> None:
         interval = self.lease_ms / 3000
         while True:
-            await asyncio.sleep(interval)
+            await _wait(stopped, interval)
+            if stopped.is_set():
+                return
             try:
                 await self._extend_all(client)
                 await self._sweep(client)

@@ -30,6 +30,18 @@ NOT_LOGGED_IN: Final = 4401
 BAD_REQUEST: Final = 4400
 
 
+async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] | None:
+    """Accepts the socket; closes it with 4401 unless a user is logged in, else returns its query."""
+    # Accept first, then close with a code: a refused handshake reaches the
+    # browser as 1006, which the ws extension would retry for ever.
+    await consumer.accept()
+    user = consumer.scope.get("user")
+    if user is None or not user.is_authenticated:
+        await consumer.close(code=NOT_LOGGED_IN)
+        return None
+    return dict(parse_qsl(consumer.scope.get("query_string", b"").decode()))
+
+
 class LiveConsumer(AsyncWebsocketConsumer):
     page: LivePage
     follower: Follower
@@ -40,15 +52,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def connect(self) -> None:
-        # Accept first, then close with a code: a refused handshake reaches the
-        # browser as 1006, which the ws extension would retry for ever.
-        await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=NOT_LOGGED_IN)
+        query = await accept_signed_in(self)
+        if query is None:
             return
         try:
-            self.page = self.make_page(dict(parse_qsl(self.scope.get("query_string", b"").decode())))
+            self.page = self.make_page(query)
         except InvalidInput:
             await self.close(code=BAD_REQUEST)
             return

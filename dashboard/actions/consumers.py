@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any, Final
-from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 
-from dashboard.consumers import BAD_REQUEST, NOT_LOGGED_IN
+from dashboard.consumers import BAD_REQUEST, accept_signed_in
 from queues import InvalidInput
 
 from . import access, services
@@ -32,14 +31,9 @@ class RunConsumer(AsyncWebsocketConsumer):
     pusher: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
-        # Accept, then close with a code the page can explain: a refused
-        # handshake reaches the browser as 1006, which the ws extension retries.
-        await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=NOT_LOGGED_IN)
+        query = await accept_signed_in(self)
+        if query is None:
             return
-        query = dict(parse_qsl(self.scope.get("query_string", b"").decode()))
         text = query.get("id", "")
         if not text.isdigit() or not await database_sync_to_async(AuditEntry.objects.filter(pk=int(text)).exists)():
             await self.close(code=BAD_REQUEST)

@@ -106,7 +106,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# whitenoise serves the files from their folders (finders); STATIC_ROOT only
+# matters to whoever runs collectstatic, so it is set only when asked for.
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or None
 # whitenoise serves static files under daphne, in production too.
 WHITENOISE_USE_FINDERS = True
 STORAGES = {

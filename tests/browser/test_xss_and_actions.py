@@ -3,13 +3,14 @@ act by button and see the result in place, without a reload; viewers see no cont
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
@@ -150,7 +151,19 @@ def test_a_button_on_a_job_that_moved_on_is_refused_in_words(operator_page: Page
                                                              mq: EchoMQ) -> None:
     page = operator_page
     job_id = fail(mq, "moved-on", "x")
+    # The live socket would redraw the buttons once the job moves on; hold its
+    # messages back so that the page still shows (and posts) what it showed.
+    live = {"frozen": False}
+
+    def hold_back_when_frozen(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        server.on_message(lambda message: None if live["frozen"] else ws.send(message))
+        ws.on_message(server.send)
+
+    page.route_web_socket(re.compile(r".*/ws/.*"), hold_back_when_frozen)
     page.goto(console.url + "job/?" + _query("moved-on", job_id))
+    expect(page.locator("#job-actions button[value=retry]").first).to_be_visible()
+    live["frozen"] = True
     mq.retry("moved-on", job_id)
     [job] = mq.claim("moved-on")
     mq.complete("moved-on", job.id, job.token)

@@ -4,7 +4,9 @@ Runs the console's own bulk steps (dashboard.actions.bulk) against a private
 redis-server: one ``retry_failed`` call of ``--limit`` jobs at a time. A
 separate process PINGs the same server in a loop the whole time; its worst
 and 99th-percentile round trips are the figures that say whether Redis stayed
-responsive. The baselines, measured in the same run: the same prober against
+responsive. Another process requests console pages (the queue's failed and
+pending tabs, the overview) through Django the whole time: whether the
+console stayed usable. The baselines, measured in the same run: the same prober against
 the idle server, and against the cheapest script (a clock read) called back
 to back, whose slow calls can only be the machine's.
 
@@ -16,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import statistics
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -32,9 +37,10 @@ QUEUE = "bench-retry"
 CHUNK = 1000
 
 
-def _prober(port: int, stop: Any, out: Connection) -> None:
+def _prober(port: int, stop: Any, ready: Any, out: Connection) -> None:
     client = redis.Redis(port=port, socket_timeout=None)
     samples: list[float] = []
+    ready.set()
     while not stop.is_set():
         started = time.perf_counter()
         client.ping()
@@ -43,17 +49,48 @@ def _prober(port: int, stop: Any, out: Connection) -> None:
     out.send(samples)
 
 
-class Probe:
-    """PINGs the server from another process until stopped; returns the round trips in ms."""
+def _console_prober(url: str, workdir: str, stop: Any, ready: Any, out: Connection) -> None:
+    """An operator's browser, roughly: the queue page and the overview, again and again, through Django."""
+    os.environ.update({"DJANGO_SETTINGS_MODULE": "tests.settings", "EMQ_REDIS_URL": url,
+                       "DATABASE_URL": f"sqlite:///{workdir}/db.sqlite3"})
+    import django
 
-    def __init__(self, port: int) -> None:
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.test import Client
+
+    from dashboard.roles import VIEWERS, user_create
+
+    settings.ALLOWED_HOSTS = ["testserver"]
+    call_command("migrate", verbosity=0)
+    client = Client()
+    client.force_login(user_create(username="bench", password="bench-password", role=VIEWERS))
+    pages = [f"/queue/?q={QUEUE}&state=failed", f"/queue/?q={QUEUE}&state=pending", "/"]
+    samples: list[float] = []
+    ready.set()
+    while not stop.is_set():
+        for page in pages:
+            started = time.perf_counter()
+            status = client.get(page).status_code
+            samples.append((time.perf_counter() - started) * 1000 if status == 200 else float("inf"))
+        time.sleep(0.05)
+    out.send(samples)
+
+
+class Probe:
+    """Runs a prober in another process until stopped; returns its round trips in ms."""
+
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
         context = multiprocessing.get_context("spawn")
-        self._stop = context.Event()
+        self._stop, self._ready = context.Event(), context.Event()
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_prober, args=(port, self._stop, send), daemon=True)
+        self._process = context.Process(target=target, args=(*args, self._stop, self._ready, send), daemon=True)
 
     def __enter__(self) -> Probe:
         self._process.start()
+        if not self._ready.wait(120):
+            raise RuntimeError("the prober did not start")
         return self
 
     def samples(self) -> list[float]:
@@ -67,10 +104,10 @@ class Probe:
             self._process.kill()
 
 
-def _summary(samples: list[float]) -> str:
+def _summary(samples: list[float], what: str = "pings") -> str:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"{len(samples):>7} pings  median {statistics.median(ordered):6.3f} ms  p99 {p99:6.3f} ms  "
+    return (f"{len(samples):>7} {what}  median {statistics.median(ordered):6.3f} ms  p99 {p99:6.3f} ms  "
             f"worst {ordered[-1]:7.3f} ms")
 
 
@@ -148,13 +185,18 @@ def main(argv: list[str] | None = None) -> int:
         seed_failed(mq, options.jobs)
         print(f"seeded in {time.monotonic() - started:.1f} s: {mq.stats(QUEUE).counts}", flush=True)
 
-        with Probe(server.port) as probe:
+        with Probe(_prober, server.port) as probe:
             time.sleep(options.baseline_seconds)
             idle = probe.samples()
         print(f"baseline, idle server:          {_summary(idle)}", flush=True)
+        workdir = tempfile.mkdtemp(prefix="emq-bench-retry-")
+        with Probe(_console_prober, server.url, workdir) as console:
+            time.sleep(options.baseline_seconds)
+            console_idle = console.samples()
+        print(f"baseline, console pages while idle: {_summary(console_idle, 'pages')}", flush=True)
         # The control: the cheapest script (a clock read) called back to back for as long. Its slow
         # calls are the machine's (a descheduled redis-server), not the work's.
-        with ServerTime(server.client()) as control_time, Probe(server.port) as probe:
+        with ServerTime(server.client()) as control_time, Probe(_prober, server.port) as probe:
             time.sleep(0.2)
             ends = time.monotonic() + options.baseline_seconds
             while time.monotonic() < ends:
@@ -167,14 +209,17 @@ def main(argv: list[str] | None = None) -> int:
             if index:
                 refail(mq)
             failed = mq.stats(QUEUE).counts["failed"]
-            with ServerTime(server.client()) as server_time, Probe(server.port) as probe:
+            with (ServerTime(server.client()) as server_time, Probe(_prober, server.port) as probe,
+                  Probe(_console_prober, server.url, workdir) as console):
                 time.sleep(0.2)
                 end = drive(queue_steps(mq, "retry_all", QUEUE, limit=limit))
                 during = probe.samples()
+                console_during = console.samples()
             counts = mq.stats(QUEUE).counts
             print(f"retry all, limit {limit:>4}: {end.tally.moved:,} of {failed:,} jobs in {end.seconds:.2f} s = "
                   f"{end.tally.moved / end.seconds:,.0f} jobs/s; after: {counts}", flush=True)
             print(f"  PING while it ran (limit {limit:>4}): {_summary(during)}", flush=True)
+            print(f"  console pages while it ran (limit {limit:>4}): {_summary(console_during, 'pages')}", flush=True)
             print(f"  server time (limit {limit:>4}): {server_time.summary()}", flush=True)
             if end.tally.moved != failed or counts["failed"] != 0:
                 print("error: not every failed job was retried", file=sys.stderr)

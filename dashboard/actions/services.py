@@ -12,11 +12,11 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from dashboard.services import emq
-from queues import InvalidInput, Refused, Unavailable
+from queues import InvalidInput, Refused, Unavailable, validate_queue_name
 from queues import moves as queue_moves
 
 from . import access, runner
-from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, selection_steps
+from .bulk import DEFAULT_LIMIT, MAX_SELECTION, QUEUE_ACTIONS, Selected, queue_steps, selection_steps
 from .models import AuditEntry
 
 JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
@@ -25,6 +25,34 @@ JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
 def actor_for(user: Any) -> str:
     """How the queue's event stream names the mover: a job's history then says which operator it was."""
     return f"console:{user.get_username()}"
+
+
+def record_forbidden(*, user: Any, data: Any, reason: str) -> AuditEntry | None:
+    """Writes a refusal by role into the log: who tried which action on which queue, and why not.
+
+    Only what the request names plainly is kept (a known action, a valid
+    queue name); a request naming neither is refused without a row.
+    """
+    action = data.get("move") or data.get("action") or ""
+    queue = data.get("q", "")
+    if not user.is_authenticated or action not in AuditEntry.Action.values:
+        return None
+    try:
+        validate_queue_name(queue)
+    except InvalidInput:
+        return None
+    job_ids = data.getlist("job") if hasattr(data, "getlist") else []
+    if data.get("id"):
+        scope, jobs = AuditEntry.Scope.JOB, [{"id": data.get("id", ""), "state": data.get("state", ""),
+                                              "attempts": data.get("attempts", "")}]
+    elif job_ids:
+        scope, jobs = AuditEntry.Scope.SELECTION, [{"ticked": text} for text in job_ids[:MAX_SELECTION]]
+    else:
+        scope, jobs = AuditEntry.Scope.QUEUE, []
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=action, scope=scope, jobs=jobs,
+        outcome=AuditEntry.Outcome.REFUSED, result=f"forbidden: {reason}", finished_at=now, updated_at=now)
 
 
 def _check(user: Any, queue: str) -> None:

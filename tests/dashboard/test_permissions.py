@@ -48,8 +48,8 @@ def actions(entry: AuditEntry) -> list[tuple[str, dict[str, Any]]]:
 
 def unchanged(mq: EchoMQ, entry: AuditEntry) -> bool:
     entry.refresh_from_db()
-    return (mq.job("mail", "a").state == "failed" and AuditEntry.objects.count() == 1
-            and entry.cancel_requested_by == "")
+    return (mq.job("mail", "a").state == "failed" and entry.cancel_requested_by == ""
+            and not AuditEntry.objects.exclude(outcome=AuditEntry.Outcome.REFUSED).exclude(pk=entry.pk).exists())
 
 
 def test_anonymous_requests_are_sent_to_the_login_page_and_change_nothing(client: Client, console_mq: EchoMQ) -> None:
@@ -64,6 +64,7 @@ def test_anonymous_requests_are_sent_to_the_login_page_and_change_nothing(client
     assert client.get("/audit/").status_code == 302
     assert client.get(f"/actions/runs/{entry.pk}/").status_code == 302
     assert unchanged(console_mq, entry)
+    assert AuditEntry.objects.count() == 1  # nobody to name: an anonymous request writes no row
 
 
 def test_a_viewer_gets_a_readable_403_for_every_action_and_nothing_changes(viewer_client: Client,
@@ -79,6 +80,13 @@ def test_a_viewer_gets_a_readable_403_for_every_action_and_nothing_changes(viewe
             assert "viewers see everything and change nothing" in response.content.decode(), url
         assert b"<html" in page.content and b"<html" not in fragment.content
     assert unchanged(console_mq, entry)
+    # Each refused press is in the log, as refused, with who tried what: two per action that
+    # names one (the page post and the htmx post), none for the cancel, which names no action.
+    refusals = AuditEntry.objects.filter(outcome=AuditEntry.Outcome.REFUSED)
+    assert refusals.count() == 2 * (len(actions(entry)) - 1)
+    assert {(r.username, r.queue) for r in refusals} == {("vera", "mail")}
+    assert all(r.result.startswith("forbidden: You are signed in as a viewer") for r in refusals)
+    assert set(refusals.values_list("action", flat=True)) == {"retry", "delete", "retry_all", "purge_failed"}
 
 
 def test_a_viewer_may_read_the_audit_log_and_follow_a_run(viewer_client: Client, console_mq: EchoMQ) -> None:
@@ -143,6 +151,8 @@ def test_an_operator_restricted_to_some_queues_is_refused_on_the_others(operator
     bulk = operator_client.post("/actions/queue/", {"q": "mail", "action": "retry_all"})
 
     assert refused.status_code == 403 and "billing-* only, not on mail" in refused.content.decode()
+    logged = AuditEntry.objects.get(action="retry", queue="mail")
+    assert (logged.outcome, logged.jobs) == ("refused", [{"id": "a", "state": "failed", "attempts": "1"}])
     assert bulk.status_code == 403
     assert allowed.status_code == 200
     assert console_mq.job("mail", "a").state == "failed"

@@ -36,6 +36,8 @@ from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id
 from .moves import _text
 from .reads import QueueStats
 
+# How many past events a queue new to the follower reads to fill its chart.
+SEED_EVENTS: Final = 2000
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S: Final = 0.5
@@ -79,17 +81,17 @@ class Throughput:
         self._per_queue: dict[str, dict[int, int]] = {}
         self._total: dict[int, int] = {}
 
-    def _bucket(self, ms: int) -> int:
+    def bucket_of(self, ms: int) -> int:
         return ms // (self.bucket_s * 1000)
 
     def add(self, queue: str, ms: int, n: int = 1) -> None:
-        bucket = self._bucket(ms)
+        bucket = self.bucket_of(ms)
         counts = self._per_queue.setdefault(queue, {})
         counts[bucket] = counts.get(bucket, 0) + n
         self._total[bucket] = self._total.get(bucket, 0) + n
 
     def _series(self, counts: dict[int, int], now_ms: int) -> list[int]:
-        last = self._bucket(now_ms)
+        last = self.bucket_of(now_ms)
         return [counts.get(b, 0) for b in range(last - self.buckets + 1, last + 1)]
 
     def series(self, queue: str, now_ms: int) -> list[int]:
@@ -99,11 +101,11 @@ class Throughput:
         return self._series(self._total, now_ms)
 
     def busy(self, now_ms: int) -> list[str]:
-        oldest = self._bucket(now_ms) - self.buckets
+        oldest = self.bucket_of(now_ms) - self.buckets
         return [q for q, counts in list(self._per_queue.items()) if any(b > oldest for b in list(counts))]
 
     def prune(self, now_ms: int) -> None:
-        oldest = self._bucket(now_ms) - self.buckets
+        oldest = self.bucket_of(now_ms) - self.buckets
         for counts in [*self._per_queue.values(), self._total]:
             for bucket in [b for b in counts if b <= oldest]:
                 del counts[bucket]
@@ -225,6 +227,7 @@ class Follower:
         self._poll_now = asyncio.Event()
         self._last_publish = 0.0
         self._last_bucket = 0
+        self._seeding: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -262,12 +265,15 @@ class Follower:
         self._task = asyncio.create_task(self._run(), name=f"emq-follower {self.url}")
 
     async def stop(self) -> None:
+        for task in [self._task, *self._seeding]:
+            if task is not None:
+                task.cancel()
         if self._task is not None:
-            self._task.cancel()
             try:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        await asyncio.gather(*self._seeding, return_exceptions=True)
         for client in (self.mq.redis if self.mq else None, self._reader):
             if client is not None:
                 try:
@@ -438,6 +444,10 @@ class Follower:
             self._positions[queue] = last or "0-0"
             if seen is not None:
                 self._pending.touch(queue, None)
+            elif last:
+                task = asyncio.get_running_loop().create_task(self._seed_throughput(queue, last, stats.now_ms))
+                self._seeding.add(task)
+                task.add_done_callback(self._seeding.discard)
         if previous is None or _signature(previous) != _signature(stats):
             self._pending.stats[queue] = stats
             if from_poll and previous is not None and previous.last_event_id == last:
@@ -445,6 +455,28 @@ class Follower:
                 # (a lease lapsed, a delayed job fell due). Any job may differ.
                 self._pending.touch(queue, None)
             self._wake.set()
+
+    async def _seed_throughput(self, queue: str, last: str, now_ms: int) -> None:
+        """Fills the chart of a queue new to this process from the events of the last minutes.
+
+        Reads at most SEED_EVENTS entries back from ``last`` (the position the
+        live reading starts after). When it hits that cap, the bucket of the
+        oldest entry read may be partial and is left out, so a bucket on the
+        chart is either counted in full or shown empty, never undercounted.
+        """
+        window_ms = self.throughput.buckets * self.throughput.bucket_s * 1000
+        try:
+            entries = await self.mq.redis.xrevrange(QueueKeys(queue).events, max=last, min=f"{now_ms - window_ms}-0",
+                                                    count=SEED_EVENTS)
+        except (redis.exceptions.RedisError, OSError) as error:
+            log.info("no chart history for %s: %s", queue, error)
+            return
+        times = [_stream_id(_text(entry_id))[0] for entry_id, _ in entries]
+        if len(times) >= SEED_EVENTS:
+            partial = self.throughput.bucket_of(times[-1])
+            times = [ms for ms in times if self.throughput.bucket_of(ms) != partial]
+        for ms in times:
+            self.throughput.add(queue, ms)
 
     def _absorb_events(self, replies: list[Any]) -> None:
         for key, entries in replies:

@@ -170,3 +170,50 @@ async def test_it_follows_queues_on_every_node_of_a_cluster(redis_cluster: Redis
     finally:
         await follower.stop()
         mq.close()
+
+
+async def test_the_chart_of_a_queue_new_to_the_follower_is_filled_from_its_recent_events(
+        redis_url: str, mq: EchoMQ) -> None:
+    mq.enqueue_many("history", ["x"] * 30)
+    for job in mq.claim("history", count=10):
+        mq.complete("history", job.id, job.token)
+    follower = Follower(redis_url)
+    follower.start()
+    try:
+        sub = follower.subscribe(["history"])
+        await until(sub, lambda u: "history" in u.stats)
+        deadline = time.monotonic() + 3
+        while sum(follower.throughput.series("history", follower.now_ms)) < 50 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+        # 30 enqueues, 10 claims, 10 completes: every one of them, none twice.
+        assert sum(follower.throughput.series("history", follower.now_ms)) == 50
+    finally:
+        await follower.stop()
+
+
+async def test_a_capped_history_leaves_out_the_bucket_it_may_have_cut(redis_url: str, mq: EchoMQ,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import queues.follower as follower_module
+
+    monkeypatch.setattr(follower_module, "SEED_EVENTS", 20)
+    mq.enqueue_many("history", ["x"] * 50)  # 50 events, all in one 5-second bucket (or two)
+    follower = Follower(redis_url)
+    follower.start()
+    try:
+        sub = follower.subscribe(["history"])
+        await until(sub, lambda u: "history" in u.stats)
+        await asyncio.sleep(0.3)
+        shown = follower.throughput.series("history", follower.now_ms)
+        truth: dict[int, int] = {}
+        for event in mq.events("history", count=100):
+            bucket = follower.throughput.bucket_of(event.ts_ms)
+            truth[bucket] = truth.get(bucket, 0) + 1
+        last = follower.throughput.bucket_of(follower.now_ms)
+        first = last - follower.throughput.buckets + 1
+
+        # A bucket is shown in full or not at all: the one the cap cut is left out.
+        assert all(n in (0, truth.get(first + i, 0)) for i, n in enumerate(shown))
+        assert sum(shown) < 20
+    finally:
+        await follower.stop()

@@ -24,7 +24,8 @@ def test_a_move_acknowledged_without_wait_is_lost_at_failover_and_wait_says_so(h
     replica = replica_of(ha_cluster, master)
     seed = next(s for s in ha_cluster.servers if s not in (master, replica))
     plain = EchoMQ(connect(seed.url), actor="plain")
-    waiting = EchoMQ(connect(seed.url), actor="waiting", wait_replicas=1, wait_timeout_ms=300)
+    # Generous: on a loaded 2-core machine a healthy replica may take a few hundred ms to ack.
+    waiting = EchoMQ(connect(seed.url), actor="waiting", wait_replicas=1, wait_timeout_ms=2000)
 
     for job_id in ("safe", "unsafe"):
         waiting.enqueue(queue, job_id, job_id=job_id)

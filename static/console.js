@@ -66,6 +66,27 @@
     else if (code >= 4000) liveStatus("This page cannot be followed live (" + code + "): reload it.");
     else liveStatus("Live updates are disconnected from the console; reconnecting…");
   });
+  // An action refused (403), bad (400) or not done (503) answers with a sentence
+  // to show, not an error to drop: a form or section marked data-show-refusals
+  // swaps it in, into its own target or the element the attribute names.
+  document.addEventListener("htmx:beforeSwap", (e) => {
+    const status = e.detail.xhr.status;
+    if (status < 400 || status === 401) return;
+    const holder = e.target instanceof Element ? e.target.closest("[data-show-refusals]") : null;
+    if (!holder) return;
+    e.detail.shouldSwap = true;
+    e.detail.isError = false;
+    const into = holder.dataset.showRefusals;
+    if (into) e.detail.target = document.getElementById(into);
+  });
+  // A button marked data-dismiss removes the confirmation (or note) it sits in.
+  document.addEventListener("click", (e) => {
+    const button = e.target instanceof Element ? e.target.closest("[data-dismiss]") : null;
+    if (!button) return;
+    e.preventDefault();
+    const box = button.closest("form, .action-result");
+    if (box) box.remove();
+  });
   document.addEventListener("keydown", (e) => {
     if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;

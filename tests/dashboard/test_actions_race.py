@@ -31,6 +31,7 @@ from queues import EchoMQ, NothingToClaim
 from queues.integrity import check_queue
 from queues.moves import ClaimedJob
 from queues.worker import Worker
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,26 +39,35 @@ QUEUE = "race"
 JOBS = 200
 
 
+# Workers hold their first jobs at this gate until the operators have
+# cancelled one: on a loaded machine the workers could otherwise finish every
+# job before any operator pressed a button, and the race would not happen.
+_gate: Any = None
+
+
 def _handle(job: ClaimedJob) -> None:
+    _gate.wait(60)
     time.sleep(random.uniform(0, 0.06))
     if random.random() < 0.15:
         raise RuntimeError("flaky handler")
 
 
-def _work(url: str, seed: int) -> None:
+def _work(url: str, seed: int, gate: Any) -> None:
+    global _gate
+    _gate = gate
     random.seed(seed)
     Worker(queue=QUEUE, handler=_handle, url=url, concurrency=4, batch=4, lease_ms=300, backoff_ms=0, grace_ms=200,
            actor=f"worker-{seed}").run()
 
 
-def _press_buttons(user: User, url: str, seed: int, stop_at: float, presses: Any) -> None:
+def _press_buttons(user: User, url: str, seed: int, stop: Any, presses: Any) -> None:
     """An operator at a browser: reads a job as its page would show it, presses a button."""
     rng = random.Random(seed)
     mq = EchoMQ.from_url(url, actor="page-reader")
     client = Client()
     client.force_login(user)
     try:
-        while time.monotonic() < stop_at:
+        while not stop.is_set():
             job_id = f"job-{rng.randrange(JOBS)}"
             shown = mq.job(QUEUE, job_id)  # what the page would show
             if not shown.exists:
@@ -81,24 +91,31 @@ def test_operators_racing_workers_in_other_processes_never_tear_lose_or_double_c
     for i in range(JOBS):
         mq.enqueue(QUEUE, json.dumps({"n": i}), job_id=f"job-{i}", max_attempts=20)
     context = multiprocessing.get_context("fork")
+    gate, stop = context.Event(), context.Event()
     connections.close_all()
-    workers = [context.Process(target=_work, args=(redis_url, seed)) for seed in range(3)]
+    workers = [context.Process(target=_work, args=(redis_url, seed, gate)) for seed in range(3)]
     for worker in workers:
         worker.start()
 
-    stop_at = time.monotonic() + 4.0
     presses = context.Value("i", 0)
     # One operator in a process of its own, two in threads of this one.
     operators: list[threading.Thread | multiprocessing.process.BaseProcess] = [
-        context.Process(target=_press_buttons, args=(operator, redis_url, 7, stop_at, presses))]
+        context.Process(target=_press_buttons, args=(operator, redis_url, 7, stop, presses))]
     connections.close_all()
-    operators += [threading.Thread(target=_press_buttons, args=(operator, redis_url, seed, stop_at, presses))
+    operators += [threading.Thread(target=_press_buttons, args=(operator, redis_url, seed, stop, presses))
                   for seed in range(2)]
     for actor in operators:
         actor.start()
-    time.sleep(1.5)
+    try:
+        wait_until(lambda: AuditEntry.objects.filter(action="cancel", outcome="moved").exists(), 60,
+                   "an operator to cancel a job the workers hold back")
+    finally:
+        gate.set()
+    wait_until(lambda: mq.stats(QUEUE).counts["done"] >= 20, 60, "the workers to complete jobs under the operators")
     failed_now = [Selected(r.id, r.state, r.attempts) for r in mq.page(QUEUE, "failed", limit=50).rows]
     bulk = selection_act(user=operator, move="retry", queue=QUEUE, selected=failed_now) if failed_now else None
+    time.sleep(1.0)
+    stop.set()
     for actor in operators:
         actor.join(30)
     assert operators[0].exitcode == 0  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from dashboard.sweeper import running_sweeper, sweeper_start, sweeper_status, sweeper_stop
 from queues import EchoMQ
 from queues.sweeper import sweeper_lock
-from tests.support.cluster_ops import wait_until
+from tests.support.waiting import wait_until
 from tests.support.redis_servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_a_started_sweeper_recovers_lapsed_leases_and_shows_itself_as_the_holder
     _lapse(mq, "mail", 3)
 
     sweeper_start(url=redis_url, lock_urls=[], holder="console-a")
-    wait_until(lambda: mq.stats("mail").counts["pending"] == 3, 5, "the sweeper to recover the lapsed leases")
+    wait_until(lambda: mq.stats("mail").counts["pending"] == 3, 20, "the sweeper to recover the lapsed leases")
 
     status = sweeper_status()
     assert status.holder is not None and status.holder.holder == "console-a" and status.ours
@@ -77,7 +77,7 @@ def test_the_console_starts_while_redis_is_down_and_sweeps_once_it_answers() -> 
     try:
         mq = EchoMQ.from_url(server.url, actor="test")
         _lapse(mq, "mail")
-        wait_until(lambda: mq.stats("mail").counts["pending"] == 1, 5, "the sweeper to start and recover")
+        wait_until(lambda: mq.stats("mail").counts["pending"] == 1, 20, "the sweeper to start and recover")
         sweeper = running_sweeper()
         assert sweeper is not None and sweeper.lock.holder == "patient"
     finally:
@@ -108,14 +108,14 @@ def test_of_two_console_processes_one_sweeps_and_the_other_takes_over_when_it_di
         for _ in range(5):
             _lapse(mq, "mail", 4)
             time.sleep(0.3)
-        wait_until(lambda: mq.stats("mail").lapsed == 0, 5, "every lapsed lease to be recovered")
+        wait_until(lambda: mq.stats("mail").lapsed == 0, 20, "every lapsed lease to be recovered")
         assert {e.actor for e in mq.events("mail", count=1000) if e.move == "recover"} == {first}
 
         consoles[first].kill()
         other = next(name for name in consoles if name != first)
-        wait_until(lambda: getattr(lock.holder_info(), "holder", "") == other, 5, "the other console to take over")
+        wait_until(lambda: getattr(lock.holder_info(), "holder", "") == other, 20, "the other console to take over")
         _lapse(mq, "mail", 2)
-        wait_until(lambda: mq.stats("mail").lapsed == 0, 5, "the new holder to recover the lapsed leases")
+        wait_until(lambda: mq.stats("mail").lapsed == 0, 20, "the new holder to recover the lapsed leases")
         recovered_by = [e.actor for e in mq.events("mail", count=1000) if e.move == "recover"]
         assert recovered_by[:2] == [other, other]
     finally:

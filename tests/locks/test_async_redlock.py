@@ -40,10 +40,14 @@ async def test_an_async_lock_survives_two_dead_masters_but_not_three(five_server
 
 
 async def test_an_async_holder_past_its_validity_cannot_extend_or_release_the_new_lock(five_urls: list[str]) -> None:
-    old, new = _lock(five_urls, "old", ttl_ms=150), _lock(five_urls, "new")
+    # A TTL long enough to be acquired on a loaded machine; then wait for the
+    # keys to expire on the servers rather than guessing how long that takes.
+    old, new = _lock(five_urls, "old", ttl_ms=1000), _lock(five_urls, "new")
     assert await old.acquire(blocking=False)
-    await asyncio.sleep(0.2)
-    assert await new.acquire(blocking=False)
+    deadline = asyncio.get_running_loop().time() + 20
+    while not await new.acquire(blocking=False):
+        assert asyncio.get_running_loop().time() < deadline, "the old lock never expired"
+        await asyncio.sleep(0.05)
 
     with pytest.raises(LockLost):
         await old.extend()

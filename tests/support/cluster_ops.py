@@ -11,20 +11,9 @@ import redis
 from queues.cluster import parse_cluster_nodes, queue_slot
 from queues.errors import Unavailable
 from tests.support.redis_servers import RedisClusterNodes, RedisServer
+from tests.support.waiting import wait_until
 
 T = TypeVar("T")
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except (redis.exceptions.RedisError, OSError):
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def eventually(call: Callable[[], T], timeout: float = 10.0) -> T:

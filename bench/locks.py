@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from queues.locks import AsyncRedlock, Redlock, async_lock_clients, lock_clients
+from queues.locks import AsyncRedlock, Redlock, lock_clients
 from tests.support.redis_servers import RedisServer
 
 
@@ -79,7 +79,7 @@ def _bare_pair(url: str, key: str) -> Callable[[], None]:
 
 def _async_rate(urls: list[str], rounds: int) -> tuple[float, str]:
     async def main() -> tuple[float, str]:
-        lock = AsyncRedlock(async_lock_clients(urls), "bench:async", holder="bench")
+        lock = AsyncRedlock(lock_clients(urls), "bench:async", holder="bench")
         samples = []
         for _ in range(rounds):
             start = time.perf_counter()
@@ -109,7 +109,7 @@ def main() -> None:
         _line("baseline: bare SET NX PX + DEL, 1 server, 1 caller", rate, note)
         _line(f"baseline: bare SET NX PX + DEL, 1 server, {args.callers} callers",
               _callers(lambda i: _bare_pair(urls[0], f"bench:bare:{i}"), args.callers, args.rounds))
-        for n, name in ((1, "single-instance lease (LeaseLock)"), (3, "Redlock over 3 masters"),
+        for n, name in ((1, "single-instance lease (Redlock over 1 master)"), (3, "Redlock over 3 masters"),
                         (5, "Redlock over 5 masters")):
             rate, note = _one_caller(_lock_pair(urls[:n], f"bench:{n}"), args.rounds)
             _line(f"{name}, 1 caller", rate, note)

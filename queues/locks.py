@@ -25,19 +25,18 @@ import hashlib
 import random
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
 import redis
-import redis.asyncio
 import redis.exceptions
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .client import default_actor
-from .connection import AsyncClient, SyncClient
+from .connection import SyncClient
 from .errors import EmqError, InvalidInput
 
 DEFAULT_TTL_MS: Final = 10_000
@@ -162,10 +161,6 @@ def lock_clients(urls: Sequence[str], *, timeout_s: float = DEFAULT_NODE_TIMEOUT
                                  retry=Retry(NoBackoff(), 0)) for url in urls]
 
 
-def async_lock_clients(urls: Sequence[str], *, timeout_s: float = DEFAULT_NODE_TIMEOUT_S) -> list[redis.asyncio.Redis]:
-    return [redis.asyncio.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-                                         retry=Retry(NoBackoff(), 0)) for url in urls]
-
 
 def _script(client: SyncClient, source: str, key: str, *args: Any) -> Any:
     try:
@@ -173,12 +168,6 @@ def _script(client: SyncClient, source: str, key: str, *args: Any) -> Any:
     except redis.exceptions.NoScriptError:
         return client.eval(source, 1, key, *args)
 
-
-async def _script_async(client: AsyncClient, source: str, key: str, *args: Any) -> Any:
-    try:
-        return await client.evalsha(_SHA[source], 1, key, *args)
-    except redis.exceptions.NoScriptError:
-        return await client.eval(source, 1, key, *args)
 
 
 class Redlock:
@@ -279,82 +268,45 @@ class Redlock:
         self.release()
 
 
-class LeaseLock(Redlock):
-    """The single-instance lease: one key on one Redis (which may be a cluster)."""
-
-    def __init__(self, client: SyncClient, key: str, **options: Any) -> None:
-        super().__init__([client], key, **options)
-
-
 class AsyncRedlock:
-    """The asyncio Redlock; same rules as :class:`Redlock` (one master: the single-instance lease)."""
+    """:class:`Redlock` for asyncio code: the same lock, each call run on a thread so the loop never blocks.
 
-    def __init__(self, masters: Sequence[AsyncClient], key: str, *, ttl_ms: int = DEFAULT_TTL_MS,
-                 holder: str | None = None, retry_delay_ms: int = 200, wait_s: float = 10.0,
-                 node_timeout_s: float = DEFAULT_NODE_TIMEOUT_S) -> None:
-        _check(masters, key, ttl_ms)
-        self.masters, self.key, self.ttl_ms = list(masters), key, ttl_ms
-        self.holder = holder or default_actor()
-        self.retry_delay_ms, self.wait_s, self.node_timeout_s = retry_delay_ms, wait_s, node_timeout_s
-        self.quorum = _quorum(len(self.masters))
-        self.lease: Lease | None = None
+    The masters are the same synchronous clients (:func:`lock_clients`); the
+    rounds already fan out over a thread per master, so a second copy of the
+    algorithm written with asyncio would only be a second place to get it wrong.
+    """
 
-    async def _each(self, call: Callable[[AsyncClient], Awaitable[Any]]) -> list[Any]:
-        async def guarded(master: AsyncClient) -> Any:
-            try:
-                return await asyncio.wait_for(call(master), self.node_timeout_s)
-            except Exception as error:  # a master that fails or is slow is a no-vote
-                return error
-        return list(await asyncio.gather(*(guarded(m) for m in self.masters)))
+    def __init__(self, masters: Sequence[SyncClient], key: str, **options: Any) -> None:
+        self.sync = Redlock(masters, key, **options)
+
+    @property
+    def lease(self) -> Lease | None:
+        return self.sync.lease
+
+    @property
+    def quorum(self) -> int:
+        return self.sync.quorum
 
     async def try_acquire(self) -> Lease | None:
-        token = new_token(self.holder)
-        wall, start = time.time(), time.monotonic()
-        got = _count_true(await self._each(lambda m: m.set(self.key, token, nx=True, px=self.ttl_ms)))
-        validity_ms = self.ttl_ms - (time.monotonic() - start) * 1000 - _drift_ms(self.ttl_ms)
-        if got >= self.quorum and validity_ms > 0:
-            self.lease = Lease(self.key, self.holder, token, wall + validity_ms / 1000, got, len(self.masters))
-            return self.lease
-        await self._each(lambda m: _script_async(m, _RELEASE, self.key, token))
-        return None
+        return await asyncio.to_thread(self.sync.try_acquire)
 
     async def acquire(self, *, blocking: bool = True, wait_s: float | None = None) -> Lease | None:
-        deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
-        while True:
-            lease = await self.try_acquire()
-            if lease or not blocking or time.monotonic() >= deadline:
-                return lease
-            await asyncio.sleep(random.uniform(0.5, 1.5) * self.retry_delay_ms / 1000)
+        return await asyncio.to_thread(self.sync.acquire, blocking=blocking, wait_s=wait_s)
 
     async def extend(self, ttl_ms: int | None = None) -> Lease:
-        if self.lease is None:
-            raise LockLost(f"lock {self.key} is not held by {self.holder}")
-        token = self.lease.token
-        ttl_ms = self.ttl_ms if ttl_ms is None else ttl_ms
-        wall, start = time.time(), time.monotonic()
-        got = _count_true(await self._each(lambda m: _script_async(m, _EXTEND, self.key, token, ttl_ms)))
-        validity_ms = ttl_ms - (time.monotonic() - start) * 1000 - _drift_ms(ttl_ms)
-        if got < self.quorum or validity_ms <= 0:
-            self.lease = None
-            raise LockLost(f"lock {self.key} is no longer held by {self.holder} ({got} of {len(self.masters)} masters)")
-        self.lease = Lease(self.key, self.holder, token, wall + validity_ms / 1000, got, len(self.masters))
-        return self.lease
+        return await asyncio.to_thread(self.sync.extend, ttl_ms)
 
     async def release(self) -> int:
-        lease, self.lease = self.lease, None
-        if lease is None:
-            return 0
-        return _count_true(await self._each(lambda m: _script_async(m, _RELEASE, self.key, lease.token)))
+        return await asyncio.to_thread(self.sync.release)
 
     async def holder_info(self) -> LockHolder | None:
-        observed = time.time()
-        return _holder_from(self.key, await self._each(lambda m: _script_async(m, _INSPECT, self.key)), observed)
+        return await asyncio.to_thread(self.sync.holder_info)
+
+    def close(self) -> None:
+        self.sync.close()
 
     async def __aenter__(self) -> Lease:
-        lease = await self.acquire(wait_s=self.wait_s)
-        if lease is None:
-            raise LockNotAcquired(f"lock {self.key}: no majority of {len(self.masters)} masters within {self.wait_s} s")
-        return lease
+        return await asyncio.to_thread(self.sync.__enter__)
 
     async def __aexit__(self, *exc: object) -> None:
         await self.release()

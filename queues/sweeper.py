@@ -21,7 +21,7 @@ from typing import Final
 from .client import EchoMQ
 from .connection import connect, redis_url
 from .errors import EmqError
-from .locks import LeaseLock, LockHolder, LockLost, Redlock, lock_clients
+from .locks import LockHolder, LockLost, Redlock, lock_clients
 
 SWEEPER_LOCK_KEY: Final = "emq:lock:sweeper"
 DEFAULT_INTERVAL_S: Final = 5.0
@@ -53,7 +53,7 @@ def sweeper_lock(*, url: str | None = None, lock_urls: Sequence[str] | None = No
     if len(urls) >= 2:
         return Redlock(lock_clients(urls), SWEEPER_LOCK_KEY, ttl_ms=ttl_ms, holder=holder)
     client = lock_clients(urls, timeout_s=1.0)[0] if urls else connect(redis_url(url), socket_timeout=1.0)
-    return LeaseLock(client, SWEEPER_LOCK_KEY, ttl_ms=ttl_ms, holder=holder)
+    return Redlock([client], SWEEPER_LOCK_KEY, ttl_ms=ttl_ms, holder=holder)
 
 
 def sweep(mq: EchoMQ, *, limit: int = 500) -> SweepReport:

@@ -4,12 +4,12 @@ import asyncio
 
 import pytest
 
-from queues.locks import AsyncRedlock, LockLost, LockNotAcquired, async_lock_clients
+from queues.locks import AsyncRedlock, LockLost, LockNotAcquired, lock_clients
 from tests.support.redis_servers import RedisServer
 
 
 def _lock(urls: list[str], holder: str, **options: object) -> AsyncRedlock:
-    return AsyncRedlock(async_lock_clients(urls), "emq:lock:test", holder=holder, **options)  # type: ignore[arg-type]
+    return AsyncRedlock(lock_clients(urls), "emq:lock:test", holder=holder, **options)  # type: ignore[arg-type]
 
 
 async def test_an_async_lock_is_held_by_one_holder_at_a_time(five_urls: list[str]) -> None:

@@ -1,7 +1,8 @@
 """The peers measured beside EchoMQ in the same run: BullMQ (Node, from npm) and RQ (Python, from PyPI).
 
-Both are optional: a peer that cannot be set up is reported as skipped with
-the reason, and the rest of the run goes on.
+Each function measures one round of one figure and returns its rate; a peer
+that cannot be set up raises :class:`~bench.interleaved.Skipped` with the
+reason, and the rest of the run goes on.
 """
 
 from __future__ import annotations
@@ -10,81 +11,96 @@ import json
 import shutil
 import subprocess
 import time
+from functools import cache
 from pathlib import Path
 
-from tests.support.redis_servers import RedisServer
-
-from ..common import Report, rate
+from ..common import rate
+from ..interleaved import Skipped
 
 BULLMQ_DIR = Path(__file__).with_name("bullmq")
 
 
-def run(server: RedisServer, report: Report, *, jobs: int) -> None:
-    run_bullmq(server, report, jobs=jobs)
-    server.client().flushall()
-    run_rq(server, report, jobs=jobs)
-    server.client().flushall()
-
-
-def _skip(system: str, why: str) -> None:
-    print(f"{system:<9} skipped: {why}", flush=True)
-
-
-def run_bullmq(server: RedisServer, report: Report, *, jobs: int) -> None:
+@cache
+def bullmq_version() -> str:
+    """Installs BullMQ from npm on first use; its version."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
-        return _skip("bullmq", "node and npm are needed (apt-get install nodejs npm)")
+        raise Skipped("node and npm are needed (apt-get install nodejs npm)")
     if not (BULLMQ_DIR / "node_modules" / "bullmq").is_dir():
-        installed = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=BULLMQ_DIR,
+        installed = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=BULLMQ_DIR,
                                    capture_output=True, text=True, timeout=600)
         if installed.returncode != 0:
-            return _skip("bullmq", f"npm install failed: {installed.stderr.strip()[-300:]}")
-    version = json.loads((BULLMQ_DIR / "node_modules" / "bullmq" / "package.json").read_text())["version"]
-    measured = subprocess.run([node, "bench.mjs", str(server.port), str(jobs)], cwd=BULLMQ_DIR,
+            raise Skipped(f"npm ci failed: {installed.stderr.strip()[-300:]}")
+    return str(json.loads((BULLMQ_DIR / "node_modules" / "bullmq" / "package.json").read_text())["version"])
+
+
+def bullmq(port: int, jobs: int, figure: str) -> float:
+    """One round of a BullMQ figure (bench.mjs: add-one, add-bulk, process-1, process-16), in its own node process."""
+    bullmq_version()
+    measured = subprocess.run(["node", "bench.mjs", str(port), str(jobs), figure], cwd=BULLMQ_DIR,
                               capture_output=True, text=True, timeout=1800)
     if measured.returncode != 0:
-        return _skip("bullmq", f"bench.mjs failed: {measured.stderr.strip()[-500:]}")
-    for line in measured.stdout.splitlines():
-        if line.startswith("{"):
-            f = json.loads(line)
-            report.add("bullmq", f["what"], float(f["value"]), f["unit"], f"{f['note']}, bullmq {version}")
+        raise RuntimeError(f"bench.mjs {figure} failed: {measured.stderr.strip()[-500:]}")
+    line = next(line for line in measured.stdout.splitlines() if line.startswith("{"))
+    return float(json.loads(line)["value"])
 
 
-def run_rq(server: RedisServer, report: Report, *, jobs: int) -> None:
+def _rq():  # type: ignore[no-untyped-def]
     try:
-        import redis
         import rq
-        from rq import Queue, SimpleWorker, Worker
     except ImportError:
-        return _skip("rq", "not installed (pip install -e '.[bench]')")
+        raise Skipped("not installed (pip install -e '.[bench]')") from None
+    return rq
+
+
+def rq_version() -> str:
+    return str(_rq().__version__)
+
+
+def rq_enqueue_one_by_one(port: int, jobs: int) -> float:
+    import redis
+    from rq import Queue
+
     from .rq_jobs import noop
 
-    connection = redis.Redis(port=server.port)
-    one_by_one, bulk, processed = min(jobs, 5_000), min(jobs, 20_000), min(jobs, 1_000)
-    queue = Queue("bench-enqueue-one", connection=connection)
+    _rq()
+    queue = Queue("bench-enqueue-one", connection=redis.Redis(port=port))
     start = time.perf_counter()
-    for n in range(one_by_one):
+    for n in range(jobs):
         queue.enqueue(noop, "user@example.com", n)
-    report.add("rq", "enqueue, one by one (Queue.enqueue)", rate(one_by_one, time.perf_counter() - start),
-               "jobs/s", f"{one_by_one} jobs, rq {rq.__version__}")
+    return rate(jobs, time.perf_counter() - start)
 
-    queue = Queue("bench-enqueue-bulk", connection=connection)
+
+def rq_enqueue_in_bulk(port: int, jobs: int) -> float:
+    import redis
+    from rq import Queue
+
+    from .rq_jobs import noop
+
+    _rq()
+    queue = Queue("bench-enqueue-bulk", connection=redis.Redis(port=port))
     start = time.perf_counter()
-    for first in range(0, bulk, 1000):
+    for first in range(0, jobs, 1000):
         queue.enqueue_many([Queue.prepare_data(noop, ("user@example.com", n))
-                            for n in range(first, min(bulk, first + 1000))])
-    report.add("rq", "enqueue in bulk (Queue.enqueue_many, chunks of 1000)", rate(bulk, time.perf_counter() - start),
-               "jobs/s", f"{bulk} jobs, rq {rq.__version__}")
+                            for n in range(first, min(jobs, first + 1000))])
+    return rate(jobs, time.perf_counter() - start)
 
-    # RQ's default Worker forks a work horse per job; SimpleWorker runs jobs in its own process.
-    for worker_class in (Worker, SimpleWorker):
-        queue = Queue(f"bench-process-{worker_class.__name__}", connection=connection)
-        queue.enqueue_many([Queue.prepare_data(noop, ("user@example.com", n)) for n in range(processed)])
-        start = time.perf_counter()
-        worker_class([queue], connection=connection).work(burst=True, logging_level="ERROR")
-        seconds = time.perf_counter() - start
-        finished = queue.finished_job_registry.count
-        if finished != processed:
-            return _skip("rq", f"{worker_class.__name__}: only {finished} of {processed} jobs finished")
-        report.add("rq", f"process (no-op job, {worker_class.__name__}), 1 worker", rate(processed, seconds),
-                   "jobs/s", f"{processed} jobs, rq {rq.__version__}")
+
+def rq_process(port: int, jobs: int) -> float:
+    """RQ's SimpleWorker (jobs in its own process; the default Worker forks a work horse per job, ~3x slower)."""
+    import redis
+    from rq import Queue, SimpleWorker
+
+    from .rq_jobs import noop
+
+    _rq()
+    connection = redis.Redis(port=port)
+    queue = Queue("bench-process", connection=connection)
+    queue.enqueue_many([Queue.prepare_data(noop, ("user@example.com", n)) for n in range(jobs)])
+    start = time.perf_counter()
+    SimpleWorker([queue], connection=connection).work(burst=True, logging_level="ERROR")
+    seconds = time.perf_counter() - start
+    finished = queue.finished_job_registry.count
+    if finished != jobs:
+        raise RuntimeError(f"rq: only {finished} of {jobs} jobs finished")
+    return rate(jobs, seconds)

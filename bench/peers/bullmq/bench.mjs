@@ -1,10 +1,12 @@
-// BullMQ's figures for `python -m bench peers`, against the same redis-server.
-// Usage: node bench.mjs PORT JOBS
-// Prints one JSON object per line: {"what", "value", "unit", "note"}.
+// BullMQ's side of one figure of `python -m bench`, against the same redis-server.
+// Usage: node bench.mjs PORT JOBS FIGURE   (FIGURE: add-one | add-bulk | process-1 | process-16)
+// Prints one JSON object: {"what", "value", "unit", "note"}. The harness calls it once per round, so
+// BullMQ's rounds interleave with EchoMQ's and a drift of the machine's speed lands on both sides.
 import { Queue, Worker } from 'bullmq';
 
 const port = Number(process.argv[2]);
 const jobs = Number(process.argv[3]);
+const which = process.argv[4];
 const connection = { host: '127.0.0.1', port };
 const CHUNK = 1000;
 
@@ -26,22 +28,25 @@ async function addBulk(queue, count) {
   for (let i = 0; i < count; i += CHUNK) await queue.addBulk(payloads(i, Math.min(count, i + CHUNK)));
 }
 
-async function measureAdd() {
-  const one = new Queue('bench-add-one', { connection });
-  const count = Math.min(jobs, 20000);
-  let start = process.hrtime.bigint();
-  for (let n = 0; n < count; n++) await one.add('job', { to: 'user@example.com', n });
-  figure('add, one by one (Queue.add)', count / seconds(start), 'jobs/s', `${count} jobs`);
-  await one.close();
-
-  const bulk = new Queue('bench-add-bulk', { connection });
-  start = process.hrtime.bigint();
-  await addBulk(bulk, jobs);
-  figure(`add in bulk (Queue.addBulk, chunks of ${CHUNK})`, jobs / seconds(start), 'jobs/s', `${jobs} jobs`);
-  await bulk.close();
+async function addOne() {
+  const queue = new Queue('bench-add-one', { connection });
+  await queue.waitUntilReady();
+  const start = process.hrtime.bigint();
+  for (let n = 0; n < jobs; n++) await queue.add('job', { to: 'user@example.com', n });
+  figure('add, one by one (Queue.add)', jobs / seconds(start), 'jobs/s', `${jobs} jobs`);
+  await queue.close();
 }
 
-async function measureProcessing(concurrency) {
+async function addInBulk() {
+  const queue = new Queue('bench-add-bulk', { connection });
+  await queue.waitUntilReady();
+  const start = process.hrtime.bigint();
+  await addBulk(queue, jobs);
+  figure(`add in bulk (Queue.addBulk, chunks of ${CHUNK})`, jobs / seconds(start), 'jobs/s', `${jobs} jobs`);
+  await queue.close();
+}
+
+async function processAll(concurrency) {
   const name = `bench-process-${concurrency}`;
   const queue = new Queue(name, { connection });
   await addBulk(queue, jobs);
@@ -58,9 +63,18 @@ async function measureProcessing(concurrency) {
   await worker.close();
   const counts = await queue.getJobCounts('completed');
   if (counts.completed !== jobs) throw new Error(`${name}: ${counts.completed} of ${jobs} completed`);
+  await queue.obliterate({ force: true });
   await queue.close();
 }
 
-await measureAdd();
-await measureProcessing(1);
-await measureProcessing(16);
+const figures = {
+  'add-one': addOne,
+  'add-bulk': addInBulk,
+  'process-1': () => processAll(1),
+  'process-16': () => processAll(16),
+};
+if (!figures[which]) {
+  console.error(`unknown figure ${which}: one of ${Object.keys(figures).join(', ')}`);
+  process.exit(2);
+}
+await figures[which]();

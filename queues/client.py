@@ -410,6 +410,9 @@ class EchoMQ(_Moves):
     def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
         return self.run_many([reads.stats(q) for q in queues])
 
+    def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> int:
+        return self.run(reads.count_older(queue, state, older_than_ms))
+
     def page(self, queue: str, state: str, **where: Any) -> reads.Page:
         return self.run(reads.page(queue, state, **where))
 

@@ -128,6 +128,17 @@ def clock(queue: str) -> Call[int]:
     return Call("clock", QueueKeys(queue).script_keys(None), [], int)
 
 
+def count_older(queue: str, state: str, older_than_ms: int = 0) -> Call[int]:
+    """How many jobs of ``state`` entered it at least ``older_than_ms`` ago: what a purge would touch now."""
+    state = validate_state(state)
+    older_than_ms = _int(older_than_ms, "older than (ms)", 0)
+
+    def parse(reply: list[Any]) -> int:
+        return int(reply[1])
+
+    return Call("count_older", QueueKeys(queue).script_keys(None), [state, older_than_ms], parse)
+
+
 def stats(queue: str) -> Call[QueueStats]:
     keys = QueueKeys(queue)
 

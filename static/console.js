@@ -79,13 +79,36 @@
     const into = holder.dataset.showRefusals;
     if (into) e.detail.target = document.getElementById(into);
   });
-  // A button marked data-dismiss removes the confirmation (or note) it sits in.
+  // A button marked data-dismiss closes the confirmation (or note) it sits in;
+  // without JavaScript it is a link back to the page the operator came from.
   document.addEventListener("click", (e) => {
     const button = e.target instanceof Element ? e.target.closest("[data-dismiss]") : null;
     if (!button) return;
     e.preventDefault();
-    const box = button.closest("form, .action-result");
-    if (box) box.remove();
+    const box = button.closest("dialog") || button.closest("form, .action-result");
+    if (box instanceof HTMLDialogElement) box.close();
+    else if (box) box.remove();
+  });
+
+  // The server answers a destructive or large action with its confirmation
+  // step, a <dialog>: shown modal (Escape closes it), one at a time, and gone
+  // once closed or once its form has had its answer.
+  const openConfirmation = (dialog) => {
+    for (const other of document.querySelectorAll("dialog.confirm-dialog")) {
+      if (other !== dialog && other.open) other.close();
+    }
+    dialog.addEventListener("close", () => dialog.remove(), { once: true });
+    if (!dialog.open) dialog.showModal();
+  };
+  document.addEventListener("htmx:load", (e) => {
+    const root = e.target;
+    if (!(root instanceof Element)) return;
+    if (root.matches("dialog.confirm-dialog")) openConfirmation(root);
+    else for (const dialog of root.querySelectorAll("dialog.confirm-dialog")) openConfirmation(dialog);
+  });
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const dialog = e.target instanceof Element ? e.target.closest("dialog.confirm-dialog") : null;
+    if (dialog && e.detail.xhr && e.detail.xhr.status > 0) dialog.close();
   });
   document.addEventListener("keydown", (e) => {
     if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;

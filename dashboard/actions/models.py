@@ -110,3 +110,25 @@ class QueueGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} may act on {self.pattern}"
+
+
+class Confirmation(models.Model):
+    """The single-use half of a confirmation: the signed token names this row, which is spent once.
+
+    The token (see :mod:`dashboard.actions.confirmations`) carries the nonce,
+    the user and a digest of the action and its parameters; this row makes a
+    replay of the same token refused, on any console process.
+    """
+
+    nonce = models.CharField(max_length=32, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="confirmations")
+    action = models.CharField(max_length=16, choices=AuditEntry.Action.choices)
+    queue = models.CharField(max_length=128)
+    digest = models.CharField(max_length=64)
+    # How many jobs the confirmation said it would touch, when it was asked.
+    count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.action} on {self.queue} ({'used' if self.used_at else 'open'})"

@@ -28,7 +28,12 @@ def actor_for(user: Any) -> str:
 
 
 def record_forbidden(*, user: Any, data: Any, reason: str) -> AuditEntry | None:
-    """Writes a refusal by role into the log: who tried which action on which queue, and why not.
+    """Writes a refusal by role into the log: who tried which action on which queue, and why not."""
+    return record_refused(user=user, data=data, result=f"forbidden: {reason}")
+
+
+def record_refused(*, user: Any, data: Any, result: str) -> AuditEntry | None:
+    """Writes a refused request into the log (by role, or for a confirmation that does not hold).
 
     Only what the request names plainly is kept (a known action, a valid
     queue name); a request naming neither is refused without a row.
@@ -52,10 +57,11 @@ def record_forbidden(*, user: Any, data: Any, reason: str) -> AuditEntry | None:
     now = timezone.now()
     return AuditEntry.objects.create(
         user=user, username=user.get_username(), queue=queue, action=action, scope=scope, jobs=jobs,
-        outcome=AuditEntry.Outcome.REFUSED, result=f"forbidden: {reason}", finished_at=now, updated_at=now)
+        outcome=AuditEntry.Outcome.REFUSED, result=result, finished_at=now, updated_at=now)
 
 
-def _check(user: Any, queue: str) -> None:
+def check_access(*, user: Any, queue: str) -> None:
+    """Raises PermissionDenied, saying why, unless ``user`` may act on ``queue``."""
     reason = access.refusal(user, queue)
     if reason is not None:
         raise PermissionDenied(reason)
@@ -66,7 +72,7 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
 
     Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
     """
-    _check(user, queue)
+    check_access(user=user, queue=queue)
     if move not in JOB_MOVES:
         raise InvalidInput(f"unknown action {move!r}")
     if not expect_state:
@@ -91,7 +97,7 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
 def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
               limit: int = DEFAULT_LIMIT) -> AuditEntry:
     """Starts a queue-wide action in the background; returns its (running) audit row."""
-    _check(user, queue)
+    check_access(user=user, queue=queue)
     steps = queue_steps(emq(), action, queue, older_than_ms=older_than_ms, limit=limit, actor=actor_for(user))
     parameters: dict[str, object] = {"from_state": QUEUE_ACTIONS[action], "limit": limit}
     if action.startswith("purge"):
@@ -101,7 +107,7 @@ def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
 
 def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected]) -> AuditEntry:
     """Starts a compare-and-move on exactly the ticked jobs in the background."""
-    _check(user, queue)
+    check_access(user=user, queue=queue)
     steps = selection_steps(emq(), move, queue, selected, actor=actor_for(user))
     jobs = [{"id": s.id, "state": s.state, "attempts": s.attempts} for s in selected]
     return _start(user, move, queue, AuditEntry.Scope.SELECTION, jobs, {}, steps)
@@ -121,7 +127,7 @@ def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
     entry = AuditEntry.objects.get(pk=entry_id)
     if entry.scope == AuditEntry.Scope.JOB:
         raise InvalidInput("a single-job action cannot be cancelled")
-    _check(user, entry.queue)
+    check_access(user=user, queue=entry.queue)
     if entry.is_running:
         AuditEntry.objects.filter(pk=entry_id, cancel_requested_by="").update(cancel_requested_by=user.get_username())
         runner.request_stop(entry_id)

@@ -14,12 +14,15 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from queues import InvalidInput, Unavailable
 
-from . import access, services
+from . import access, previews, services
 from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
+from .confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
+from .previews import Preview
 from .models import AuditEntry
 
 View = Callable[..., HttpResponse]
@@ -67,22 +70,6 @@ def operators_only(view: View) -> View:
     return wrapper
 
 
-@require_POST
-@operators_only
-def job_action(request: HttpRequest) -> HttpResponse:
-    data = request.POST
-    fields = {"queue": data.get("q", ""), "job_id": data.get("id", ""), "move": data.get("move", ""),
-              "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
-    if fields["move"] == "delete" and data.get("confirm") != "yes":
-        access_reason = access.refusal(request.user, fields["queue"])
-        if access_reason is not None:
-            return forbidden(request, access_reason)
-        return _page_or_fragment(request, "dashboard/actions/confirm_delete.html", fields)
-    entry = services.job_act(user=request.user, **fields)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
-
-
 def _ms(text: str, what: str) -> int:
     if not text.strip().isdigit():
         raise InvalidInput(f"{what} must be a whole number of milliseconds, not {text!r}")
@@ -95,26 +82,94 @@ def _started(request: HttpRequest, entry: AuditEntry) -> HttpResponse:
     return HttpResponseRedirect(reverse("action_run", args=[entry.pk]))
 
 
+def _back_url(request: HttpRequest, queue: str) -> str:
+    """Where "Keep it" goes without JavaScript: the page the operator came from, or the queue."""
+    for candidate in (request.headers.get("HX-Current-URL", ""), request.headers.get("Referer", "")):
+        if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}):
+            return candidate
+    return f"{reverse('queue')}?{urlencode({'q': queue})}"
+
+
+def _confirmed(request: HttpRequest, preview: Callable[[], Preview], proposal: Proposal,
+               fields: list[tuple[str, str]], target: str) -> HttpResponse | None:
+    """None when the POST carries a valid confirmation of ``proposal`` (now spent); else the answer to send.
+
+    Without one, the answer is the confirmation step, which says what the
+    action does now; with a forged, lapsed, replayed or another user's one,
+    a refusal in words, written to the audit log.
+    """
+    token = request.POST.get("confirmation", "")
+    if not token:
+        asked = preview()
+        context = {"preview": asked, "fields": fields, "target": target, "post_url": request.path,
+                   "back_url": _back_url(request, proposal.queue), "max_age_minutes": MAX_AGE_S // 60,
+                   "token": "" if asked.nothing else confirmation_issue(user=request.user, proposal=proposal,
+                                                                       count=asked.count)}
+        return _page_or_fragment(request, "dashboard/actions/confirm.html", context)
+    try:
+        confirmation_redeem(user=request.user, token=token, proposal=proposal)
+    except ConfirmationRefused as refusal:
+        entry = services.record_refused(user=request.user, data=request.POST, result=f"refused: {refusal}")
+        return _page_or_fragment(request, "dashboard/actions/result.html",
+                                 {"kind": "refused", "text": f"refused: {refusal}", "entry": entry}, status=409)
+    return None
+
+
+@require_POST
+@operators_only
+def job_action(request: HttpRequest) -> HttpResponse:
+    data = request.POST
+    fields = {"queue": data.get("q", ""), "job_id": data.get("id", ""), "move": data.get("move", ""),
+              "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
+    if previews.job_needs_confirmation(fields["move"], fields["expect_state"]):
+        services.check_access(user=request.user, queue=fields["queue"])
+        hidden = [("q", fields["queue"]), ("id", fields["job_id"]), ("move", fields["move"]),
+                  ("state", fields["expect_state"]), ("attempts", fields["expect_attempts"])]
+        answer = _confirmed(request, lambda: previews.job_preview(**fields), previews.job_proposal(**fields),
+                            hidden, "#action-results")
+        if answer is not None:
+            return answer
+    entry = services.job_act(user=request.user, **fields)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
 @require_POST
 @operators_only
 def queue_action(request: HttpRequest) -> HttpResponse:
-    action = request.POST.get("action", "")
+    """Every queue-wide action asks first: its confirmation says how many jobs it touches now."""
+    action, queue = request.POST.get("action", ""), request.POST.get("q", "")
     if action not in QUEUE_ACTIONS:
         raise InvalidInput(f"unknown queue action {action!r}")
     older = _ms(request.POST.get("older_than_ms", "0"), "older than") if action.startswith("purge") else 0
-    entry = services.queue_act(user=request.user, action=action, queue=request.POST.get("q", ""), older_than_ms=older)
+    services.check_access(user=request.user, queue=queue)
+    hidden = [("q", queue), ("action", action)] + ([("older_than_ms", str(older))] if action.startswith("purge") else [])
+    answer = _confirmed(request, lambda: previews.queue_preview(action=action, queue=queue, older_than_ms=older),
+                        previews.queue_proposal(action=action, queue=queue, older_than_ms=older), hidden,
+                        "#action-runs")
+    if answer is not None:
+        return answer
+    entry = services.queue_act(user=request.user, action=action, queue=queue, older_than_ms=older)
     return _started(request, entry)
 
 
 @require_POST
 @operators_only
 def selection_action(request: HttpRequest) -> HttpResponse:
-    move = request.POST.get("move", "")
+    move, queue = request.POST.get("move", ""), request.POST.get("q", "")
     if move not in SELECTION_MOVES:
         raise InvalidInput(f"unknown action {move!r}")
     # A box ticked twice (or sent twice by a form) is still one job to move once.
     selected = [Selected.parse(text) for text in dict.fromkeys(request.POST.getlist("job"))]
-    entry = services.selection_act(user=request.user, move=move, queue=request.POST.get("q", ""), selected=selected)
+    if previews.selection_needs_confirmation(move, len(selected)):
+        services.check_access(user=request.user, queue=queue)
+        hidden = [("q", queue), ("move", move)] + [("job", f"{s.state}:{s.attempts}:{s.id}") for s in selected]
+        answer = _confirmed(request, lambda: previews.selection_preview(move=move, queue=queue, selected=selected),
+                            previews.selection_proposal(move=move, queue=queue, selected=selected), hidden,
+                            "#action-runs")
+        if answer is not None:
+            return answer
+    entry = services.selection_act(user=request.user, move=move, queue=queue, selected=selected)
     return _started(request, entry)
 
 

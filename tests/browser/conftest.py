@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from queues import EchoMQ
 from tests.support.redis_servers import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 USERNAME, PASSWORD = "vera", "vera-password"
+OPERATOR, OPERATOR_PASSWORD = "otto", "otto-password"
 
 
 @dataclass
@@ -83,7 +85,9 @@ def console() -> Iterator[Console]:
     workdir = Path(tempfile.mkdtemp(prefix="emq-console-"))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "browser-tests-only-" + "x" * 40,
            "EMQ_REDIS_URL": redis.url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
-           "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir)}
+           "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir),
+           # Tests prove "nothing changed" by the keyspace: no sweeper may recover a lapsed lease meanwhile.
+           "EMQ_SWEEPER_INTERVAL_S": "0"}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
     subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
@@ -117,12 +121,43 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, console: Console) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = logged_in(browser, console, USERNAME, PASSWORD)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="session")
+def mq(console: Console) -> Iterator[EchoMQ]:
+    client = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    yield client
+    client.close()
+
+
+def create_operator(console: Console, username: str, password: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", username, "--password", password],
+                   env=console.env, cwd=ROOT, check=True, timeout=60, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def operator_login(console: Console) -> tuple[str, str]:
+    create_operator(console, OPERATOR, OPERATOR_PASSWORD)
+    return OPERATOR, OPERATOR_PASSWORD
+
+
+def logged_in(browser: Browser, console: Console, username: str, password: str, **options: object) -> Page:
+    """A page of a fresh browser context (its own cookies), logged in; close its context when done."""
+    context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **options})  # type: ignore[arg-type]
     page = context.new_page()
     page.goto(console.url + "login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(console.url)
+    return page
+
+
+@pytest.fixture
+def operator_page(browser: Browser, console: Console, operator_login: tuple[str, str]) -> Iterator[Page]:
+    page = logged_in(browser, console, *operator_login)
     yield page
-    context.close()
+    page.context.close()

@@ -4,52 +4,21 @@ act by button and see the result in place, without a reload; viewers see no cont
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, WebSocketRoute, expect
+from playwright.sync_api import Dialog, Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
-from tests.browser.conftest import ROOT, Console
+from tests.browser.conftest import Console
 
 pytestmark = pytest.mark.browser
 
-OPERATOR, OPERATOR_PASSWORD = "otto", "otto-password"
 SCRIPT = "<script>window.__xss = 'script'; alert(1)</script>"
 IMG = "<img src=x onerror=\"window.__xss='img'; alert(2)\">"
 HOSTILE_ID = "\"><svg/onload=window.__xss='id';alert(3)>"
 HOSTILE_QUEUE = "<svg/onload=window.__xss='queue';alert(4)>"
-
-
-@pytest.fixture(scope="module")
-def mq(console: Console) -> Iterator[EchoMQ]:
-    client = EchoMQ.from_url(console.redis.url, actor="browser-test")
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="module")
-def operator_login(console: Console) -> tuple[str, str]:
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", OPERATOR, "--password",
-                    OPERATOR_PASSWORD], env=console.env, cwd=ROOT, check=True, timeout=60, capture_output=True)
-    return OPERATOR, OPERATOR_PASSWORD
-
-
-@pytest.fixture
-def operator_page(browser: Browser, console: Console, operator_login: tuple[str, str]) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.goto(console.url + "login/")
-    page.fill("#id_username", operator_login[0])
-    page.fill("#id_password", operator_login[1])
-    page.click("button[type=submit]")
-    page.wait_for_url(console.url)
-    yield page
-    context.close()
 
 
 def fail(mq: EchoMQ, queue: str, payload: str, *, job_id: str | None = None, error: str = "boom") -> str:
@@ -68,9 +37,6 @@ class Alarms:
         page.on("dialog", self._dialog)
 
     def _dialog(self, dialog: Dialog) -> None:
-        if dialog.type == "confirm":  # our own hx-confirm prompts
-            dialog.accept()
-            return
         self.dialogs.append(dialog.message)
         dialog.dismiss()
 
@@ -180,9 +146,11 @@ def test_delete_asks_first_and_deletes_only_when_confirmed(operator_page: Page, 
     page.goto(console.url + "job/?" + _query("deleting", job_id))
 
     page.locator("#job-actions button[value=delete]").click()
-    expect(page.locator("#action-results form.confirm")).to_contain_text("cannot be undone")
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_contain_text(f"Delete job {job_id} (pending, attempts 0) from deleting? This cannot be undone.")
+    assert page.evaluate("document.querySelector('dialog.confirm-dialog').matches(':modal')")
     assert mq.job("deleting", job_id).exists
-    page.locator("#action-results form.confirm button[value=delete]").click()
+    dialog.locator("button.danger").click()
 
     expect(page.locator("#action-results .action-result.moved")).to_contain_text(f"deleted: job {job_id}")
     assert not mq.job("deleting", job_id).exists
@@ -197,7 +165,12 @@ def test_retry_all_shows_its_progress_live_and_ends_with_the_tally(operator_page
     page.evaluate("window.notReloaded = true")
 
     page.locator("button[value=retry_all]").click()
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_contain_text("Retry 3 failed jobs of bulk?")
+    assert mq.stats("bulk").counts["failed"] == 3
+    dialog.locator("button.danger").click()
 
+    expect(dialog).to_have_count(0)
     expect(page.locator(".run-progress").first).to_contain_text("finished", timeout=5000)
     expect(page.locator(".run-progress").first).to_contain_text("3 moved, 0 skipped because they had moved on")
     assert page.evaluate("window.notReloaded") is True

@@ -16,6 +16,7 @@ from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, moves
 from queues.integrity import check_queue
 from tests.dashboard.conftest import htmx_post
+from tests.support.confirm import confirmed_post
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +38,7 @@ def test_retry_all_retries_every_failed_job_in_batches_and_records_the_tally(ope
                                                                             console_mq: EchoMQ) -> None:
     make_failed(console_mq, 450)
 
-    response = htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "retry_all"})
+    response = confirmed_post(operator_client, "/actions/queue/", {"q": "mail", "action": "retry_all"})
 
     assert response.status_code == 200
     entry = AuditEntry.objects.get()
@@ -56,7 +57,7 @@ def test_recover_all_brings_back_every_lapsed_lease_but_no_live_one(operator_cli
     console_mq.claim("mail", lease_ms=60_000, count=10)
     time.sleep(0.01)
 
-    htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "recover_all"})
+    confirmed_post(operator_client, "/actions/queue/", {"q": "mail", "action": "recover_all"})
 
     entry = finished(AuditEntry.objects.get().pk)
     assert entry.moved == 20
@@ -69,10 +70,11 @@ def test_purge_removes_only_jobs_older_than_the_chosen_age(operator_client: Clie
     young = htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "purge_failed",
                                                            "older_than_ms": "3600000"})
     assert young.status_code == 200
-    assert finished(AuditEntry.objects.get().pk).moved == 0
+    assert "has no failed job older than 1 hour: nothing to purge" in young.content.decode()
+    assert not AuditEntry.objects.exists()
     assert console_mq.stats("mail").counts["failed"] == 5
 
-    htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "purge_failed", "older_than_ms": "0"})
+    confirmed_post(operator_client, "/actions/queue/", {"q": "mail", "action": "purge_failed", "older_than_ms": "0"})
 
     entry = finished(AuditEntry.objects.latest("id").pk)
     assert (entry.action, entry.moved, entry.parameters["older_than_ms"]) == ("purge_failed", 5, 0)

@@ -11,6 +11,7 @@ from django.test import Client
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, Refused
 from tests.dashboard.conftest import htmx_post
+from tests.support.confirm import confirmation_token, post_confirming
 from tests.support.redis_servers import free_port
 
 URL = "/actions/job/"
@@ -81,7 +82,11 @@ def test_cancel_fails_an_active_job_and_its_worker_is_refused_at_completion(oper
     console_mq.enqueue("mail", "x", job_id="a")
     job = console_mq.claim("mail", lease_ms=60_000)[0]
 
-    response = act(operator_client, console_mq, "cancel", "a")
+    asked = act(operator_client, console_mq, "cancel", "a")
+    assert "Cancel running job a (active, attempts 1) of" in asked.content.decode()
+    assert console_mq.job("mail", "a").state == "active"
+
+    response = act(operator_client, console_mq, "cancel", "a", confirmation=confirmation_token(asked.content.decode()))
 
     assert "cancelled: job a is now failed (attempts 1)" in response.content.decode()
     assert console_mq.job("mail", "a").text("last_error") == "cancelled"
@@ -97,11 +102,11 @@ def test_delete_asks_for_confirmation_first_and_changes_nothing_until_confirmed(
     asked = act(operator_client, console_mq, "delete", "a")
 
     assert asked.status_code == 200
-    assert b'name="confirm" value="yes"' in asked.content and b"cannot be undone" in asked.content
+    assert b"Delete job a (pending, attempts 0) from" in asked.content and b"cannot be undone" in asked.content
     assert console_mq.job("mail", "a").exists
     assert not AuditEntry.objects.exists()
 
-    done = act(operator_client, console_mq, "delete", "a", confirm="yes")
+    done = act(operator_client, console_mq, "delete", "a", confirmation=confirmation_token(asked.content.decode()))
 
     assert "deleted: job a is now deleted (attempts 0)" in done.content.decode()
     assert not console_mq.job("mail", "a").exists
@@ -129,8 +134,8 @@ def test_a_job_that_moved_on_since_the_page_was_drawn_is_refused_and_recorded(op
 def test_the_same_attempts_in_another_state_is_refused(operator_client: Client, console_mq: EchoMQ) -> None:
     console_mq.enqueue("mail", "x", job_id="a")
 
-    response = htmx_post(operator_client, URL, {"q": "mail", "id": "a", "move": "cancel", "state": "active",
-                                               "attempts": "0"})
+    response = post_confirming(operator_client, URL, {"q": "mail", "id": "a", "move": "cancel", "state": "active",
+                                                     "attempts": "0"})
 
     assert "refused: job a is now pending (attempts 0)" in response.content.decode()
     assert console_mq.job("mail", "a").state == "pending"

@@ -27,6 +27,7 @@ from dashboard.actions import runner
 from dashboard.actions.bulk import Selected
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.services import selection_act
+from tests.support.confirm import post_confirming
 from queues import EchoMQ, NothingToClaim
 from queues.integrity import check_queue
 from queues.moves import ClaimedJob
@@ -73,9 +74,8 @@ def _press_buttons(user: User, url: str, seed: int, stop: Any, presses: Any) -> 
             if not shown.exists:
                 continue
             move = rng.choice(["retry", "retry", "cancel", "cancel", "recover", "delete"])
-            response = client.post("/actions/job/", {"q": QUEUE, "id": job_id, "move": move, "state": shown.state,
-                                                     "attempts": shown.attempts, "confirm": "yes"},
-                                   headers={"HX-Request": "true"})
+            response = post_confirming(client, "/actions/job/", {"q": QUEUE, "id": job_id, "move": move,
+                                                                 "state": shown.state, "attempts": shown.attempts})
             assert response.status_code == 200, response.content
             with presses.get_lock():
                 presses.value += 1

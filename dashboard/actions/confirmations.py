@@ -1,0 +1,83 @@
+"""Confirmations the server checks, for every destructive or large action.
+
+The first POST of such an action answers with what it would do now (how many
+jobs, of which queue) and a token; only a second POST carrying that token runs
+it. The token is signed with the console's SECRET_KEY (it cannot be forged),
+names its user, carries a digest of the action and its parameters, and lapses
+after MAX_AGE_S; the database row it names is spent on first use, so a replay
+is refused by every console process, not only the one that issued it.
+
+Any action that acts on "all matching" describes itself as a :class:`Proposal`
+and goes through :func:`confirmation_issue` and :func:`confirmation_redeem`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final
+
+from django.core import signing
+from django.utils import timezone
+
+from .models import Confirmation
+
+SALT: Final = "dashboard.actions.confirmation"
+MAX_AGE_S: Final = 120
+# Spent and lapsed rows are kept a while for whoever looks, then dropped as new ones are issued.
+KEEP_ROWS: Final = timedelta(hours=1)
+
+
+class ConfirmationRefused(Exception):
+    """Why a confirmation does not let the action run, as a sentence."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An action exactly as it would run: what a confirmation is bound to."""
+
+    action: str
+    queue: str
+    scope: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        text = json.dumps([self.action, self.queue, self.scope, dict(self.parameters)], sort_keys=True,
+                          separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def confirmation_issue(*, user: Any, proposal: Proposal, count: int) -> str:
+    """A token that lets ``user`` run ``proposal`` once, within MAX_AGE_S."""
+    now = timezone.now()
+    Confirmation.objects.filter(created_at__lt=now - KEEP_ROWS).delete()
+    nonce = secrets.token_hex(16)
+    Confirmation.objects.create(nonce=nonce, user=user, action=proposal.action, queue=proposal.queue,
+                                digest=proposal.digest, count=count)
+    return signing.dumps({"n": nonce, "u": user.pk, "d": proposal.digest}, salt=SALT)
+
+
+def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> None:
+    """Spends the token for ``proposal``; raises ConfirmationRefused (and spends nothing) when it may not run."""
+    try:
+        claims = signing.loads(token, salt=SALT, max_age=MAX_AGE_S)
+    except signing.SignatureExpired:
+        raise ConfirmationRefused(f"this confirmation has expired (it lasts {MAX_AGE_S // 60} minutes): "
+                                  "nothing was done, ask again") from None
+    except signing.BadSignature:
+        raise ConfirmationRefused("this confirmation was not issued by the console: nothing was done") from None
+    if not isinstance(claims, dict) or not isinstance(claims.get("n"), str):
+        raise ConfirmationRefused("this confirmation was not issued by the console: nothing was done")
+    if claims.get("u") != user.pk:
+        raise ConfirmationRefused("this confirmation was issued to another user: nothing was done")
+    if claims.get("d") != proposal.digest:
+        raise ConfirmationRefused("this confirmation was for another action, queue or jobs: nothing was done")
+    spent = Confirmation.objects.filter(nonce=claims["n"], user=user, used_at__isnull=True).update(
+        used_at=timezone.now())
+    if spent != 1:
+        raise ConfirmationRefused("this confirmation has already been used: nothing was done again")

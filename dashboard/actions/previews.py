@@ -1,0 +1,128 @@
+"""What a destructive or large action would do now, in words, before the operator confirms it.
+
+Each preview names the action, the queue and how many jobs it touches now,
+and carries the :class:`Proposal` its confirmation is bound to. Counts are
+read with one bounded script (O(log N)), never by walking the jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from dashboard.services import emq
+from dashboard.templatetags.console import duration
+from queues import InvalidInput, validate_job_id, validate_queue_name
+
+from .bulk import QUEUE_ACTIONS, Selected
+from .confirmations import Proposal
+from .models import AuditEntry
+
+# More ticked jobs than this is a large action: it asks first, whatever the move.
+LARGE_SELECTION: Final = 20
+# How many ticked ids a confirmation lists before "and N more".
+LISTED: Final = 10
+AGES: Final = {3_600_000: "1 hour", 86_400_000: "1 day", 604_800_000: "7 days"}
+
+
+@dataclass(frozen=True)
+class Preview:
+    proposal: Proposal
+    count: int
+    lead: str
+    tail: str
+    warning: str
+    button: str
+    keep: str
+    jobs: tuple[str, ...] = ()
+    # Set when there is nothing to confirm (no job matches now): said instead of asking.
+    nothing: str = ""
+
+    @property
+    def more(self) -> int:
+        return max(0, len(self.proposal.parameters.get("jobs", ())) - len(self.jobs))
+
+
+def _jobs(n: int) -> str:
+    return f"{n} job" if n == 1 else f"{n} jobs"
+
+
+def job_needs_confirmation(move: str, shown_state: str) -> bool:
+    """Delete always asks; cancel asks when it would stop a running job."""
+    return move == "delete" or (move == "cancel" and shown_state == "active")
+
+
+def selection_needs_confirmation(move: str, count: int) -> bool:
+    return move in ("delete", "cancel") or count > LARGE_SELECTION
+
+
+def job_proposal(*, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> Proposal:
+    return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.JOB,
+                    {"id": validate_job_id(job_id), "state": expect_state, "attempts": expect_attempts})
+
+
+def queue_proposal(*, action: str, queue: str, older_than_ms: int) -> Proposal:
+    if action not in QUEUE_ACTIONS:
+        raise InvalidInput(f"unknown queue action {action!r}")
+    parameters = {"older_than_ms": older_than_ms} if action.startswith("purge") else {}
+    return Proposal(action, validate_queue_name(queue), AuditEntry.Scope.QUEUE, parameters)
+
+
+def selection_proposal(*, move: str, queue: str, selected: list[Selected]) -> Proposal:
+    if not selected:
+        raise InvalidInput("no jobs were ticked")
+    texts = [f"{s.state}:{s.attempts}:{s.id}" for s in selected]
+    return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.SELECTION, {"jobs": texts})
+
+
+def job_preview(*, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> Preview:
+    proposal = job_proposal(move=move, queue=queue, job_id=job_id, expect_state=expect_state,
+                            expect_attempts=expect_attempts)
+    shown = f"({expect_state or 'no state'}, attempts {expect_attempts or '0'})"
+    if move == "delete":
+        return Preview(proposal, 1, f"Delete job {job_id} {shown} from", "?", "This cannot be undone.",
+                       "Yes, delete it", "Keep it")
+    return Preview(proposal, 1, f"Cancel running job {job_id} {shown} of", "?",
+                   "It moves to failed with the reason “cancelled”; its worker is refused when it next reports.",
+                   "Yes, cancel it", "Let it run")
+
+
+def selection_preview(*, move: str, queue: str, selected: list[Selected]) -> Preview:
+    proposal = selection_proposal(move=move, queue=queue, selected=selected)
+    n = len(selected)
+    verb = {"retry": "Retry", "recover": "Recover", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}[move]
+    warning = {
+        "delete": "This cannot be undone.",
+        "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
+    }.get(move, "Each moves only if it is still as the page showed it.")
+    return Preview(proposal, n, f"{verb} {_jobs(n)} ticked in", "?",
+                   warning + " A ticked job that has moved on since is skipped.",
+                   f"Yes, {verb.lower()} {_jobs(n)}", "Keep them", tuple(s.id for s in selected[:LISTED]))
+
+
+def age_text(older_than_ms: int) -> str:
+    return AGES.get(older_than_ms) or duration(older_than_ms)
+
+
+def queue_preview(*, action: str, queue: str, older_than_ms: int) -> Preview:
+    """Reads how many jobs the queue-wide action would touch now (one script)."""
+    proposal = queue_proposal(action=action, queue=queue, older_than_ms=older_than_ms)
+    mq = emq()
+    if action == "recover_all":
+        n = mq.stats(proposal.queue).lapsed
+        noun = "lapsed lease" if n == 1 else "lapsed leases"
+        return Preview(proposal, n, f"Recover {n} {noun} of", "?",
+                       "Each job goes back to pending, due now; a worker that still runs one is refused when it "
+                       "reports.", f"Yes, recover {_jobs(n)}", "Keep them",
+                       nothing="" if n else f"No lease of {proposal.queue} has lapsed now: nothing to recover.")
+    if action == "retry_all":
+        n = mq.stats(proposal.queue).counts["failed"]
+        return Preview(proposal, n, f"Retry {n} failed {'job' if n == 1 else 'jobs'} of", "?",
+                       "Each goes back to pending, due now, with one more attempt.", f"Yes, retry {_jobs(n)}",
+                       "Keep them", nothing="" if n else f"{proposal.queue} has no failed job now: nothing to retry.")
+    state = QUEUE_ACTIONS[action]
+    n = mq.count_older(proposal.queue, state, older_than_ms=older_than_ms)
+    age = f" older than {age_text(older_than_ms)}" if older_than_ms else ", of any age"
+    return Preview(proposal, n, f"Purge {n} {state} {'job' if n == 1 else 'jobs'} of", f"{age}?",
+                   "This cannot be undone: purged jobs are deleted.", f"Yes, purge {_jobs(n)}", "Keep them",
+                   nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.")

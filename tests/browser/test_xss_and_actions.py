@@ -147,6 +147,7 @@ def test_delete_asks_first_and_deletes_only_when_confirmed(operator_page: Page, 
 
     page.locator("#job-actions button[value=delete]").click()
     dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_be_visible()
     expect(dialog).to_contain_text(f"Delete job {job_id} (pending, attempts 0) from deleting? This cannot be undone.")
     assert page.evaluate("document.querySelector('dialog.confirm-dialog').matches(':modal')")
     assert mq.job("deleting", job_id).exists

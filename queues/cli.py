@@ -14,6 +14,7 @@ from typing import Any
 
 from .client import EchoMQ
 from .errors import Duplicate, EmqError, InvalidInput
+from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
@@ -166,6 +167,7 @@ def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
 def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     from .worker import Worker, load_handler
 
+    warn_if_evicting_at(args.url)
     Worker(queue=args.queue, handler=load_handler(args.handler), concurrency=args.concurrency,
            prefetch=args.prefetch, lease_ms=args.lease_ms, url=args.url).run()
 
@@ -272,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.run not in _NO_CLIENT:
             mq = EchoMQ.from_url(args.url)
+            warn_if_evicting(mq)
         args.run(mq, args)
         return 0
     except EmqError as error:

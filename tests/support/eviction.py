@@ -1,0 +1,18 @@
+"""A Redis set to evict (``allkeys-lru``) for the length of a test, then set back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+
+@contextmanager
+def evicting(client: redis.Redis, policy: str = "allkeys-lru") -> Iterator[None]:
+    before = client.config_get("maxmemory-policy")["maxmemory-policy"]
+    client.config_set("maxmemory-policy", policy)
+    try:
+        yield
+    finally:
+        client.config_set("maxmemory-policy", before)

@@ -15,4 +15,5 @@ class Console(models.Model):
     class Meta:
         managed = False
         default_permissions = ()
-        permissions = [("act_on_jobs", "Can retry, recover, promote, cancel, delete and purge jobs")]
+        permissions = [("act_on_jobs", "Can retry, recover, promote, cancel, delete and purge jobs"),
+                       ("view_console", "Can see queues, jobs, metrics and the audit log")]

@@ -12,6 +12,9 @@ from .models import Console
 OPERATORS: Final = "operators"
 VIEWERS: Final = "viewers"
 ACT_PERMISSION: Final = "dashboard.act_on_jobs"
+# Both roles hold it; an account outside them (one made only to place orders, say) does not, so its API
+# token reads neither /metrics nor the JSON API.
+VIEW_PERMISSION: Final = "dashboard.view_console"
 
 
 def ensure_roles() -> tuple[Group, Group]:
@@ -21,9 +24,14 @@ def ensure_roles() -> tuple[Group, Group]:
         codename="act_on_jobs", content_type=content_type,
         defaults={"name": "Can retry, recover, promote, cancel, delete and purge jobs"},
     )
+    view, _ = Permission.objects.get_or_create(
+        codename="view_console", content_type=content_type,
+        defaults={"name": "Can see queues, jobs, metrics and the audit log"},
+    )
     operators, _ = Group.objects.get_or_create(name=OPERATORS)
-    operators.permissions.add(act)
+    operators.permissions.add(act, view)
     viewers, _ = Group.objects.get_or_create(name=VIEWERS)
+    viewers.permissions.add(view)
     return operators, viewers
 
 
@@ -40,3 +48,7 @@ def user_create(*, username: str, password: str, role: str) -> User:
 
 def can_act(user: AbstractBaseUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(ACT_PERMISSION))
+
+
+def can_view(user: AbstractBaseUser) -> bool:
+    return bool(user.is_authenticated and (user.has_perm(VIEW_PERMISSION) or user.has_perm(ACT_PERMISSION)))

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "dashboard",
     "dashboard.orders",
     "dashboard.actions",
+    "dashboard.monitoring",
 ]
 
 MIDDLEWARE = [
@@ -77,6 +78,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.monitoring.eviction.eviction_banner",
             ],
         },
     },
@@ -135,3 +137,11 @@ LOGGING = {
 # several independent Redis, lets one process at a time do it.
 EMQ_SWEEPER_INTERVAL_S = float(os.environ.get("EMQ_SWEEPER_INTERVAL_S", "5"))
 EMQ_LOCK_URLS = [u.strip() for u in os.environ.get("EMQ_LOCK_URLS", "").split(",") if u.strip()]
+
+# /metrics (README, "Monitoring"): callers from these addresses or CIDR ranges need no token
+# (the demo: loopback); the queues are read in the background, a walk every EMQ_METRICS_INTERVAL_S
+# at most EMQ_METRICS_QUEUES_PER_S queues a second.
+EMQ_METRICS_ALLOW = [a.strip() for a in os.environ.get("EMQ_METRICS_ALLOW", "127.0.0.1,::1" if DEMO else "").split(",")
+                     if a.strip()]
+EMQ_METRICS_INTERVAL_S = float(os.environ.get("EMQ_METRICS_INTERVAL_S", "10"))
+EMQ_METRICS_QUEUES_PER_S = float(os.environ.get("EMQ_METRICS_QUEUES_PER_S", "2000"))

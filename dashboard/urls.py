@@ -22,4 +22,6 @@ urlpatterns = [
     path("", include("dashboard.actions.urls")),
     # The cluster page and the sweeper lock (issue 6).
     path("", include("dashboard.cluster.urls")),
+    # Probes and Prometheus metrics (no login: /metrics checks a token or the address itself).
+    path("", include("dashboard.monitoring.urls")),
 ]

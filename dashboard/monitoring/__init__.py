@@ -1,0 +1,1 @@
+"""What the console tells machines: health probes, Prometheus metrics, the eviction guard."""

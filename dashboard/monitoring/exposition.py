@@ -1,0 +1,78 @@
+"""A snapshot as Prometheus text (``prometheus_client``), in base units and with bounded labels.
+
+Series (one per queue where labelled ``queue``):
+
+- ``emq_queue_jobs{queue,state}``: state is ``due`` and ``delayed`` (together: pending), ``active``,
+  ``done``, ``failed``; their sum is the queue's jobs.
+- ``emq_queue_oldest_due_age_seconds{queue}``: how long the oldest due job has waited (0: none due).
+- ``emq_queue_active_leases{queue}``: leases held whose deadline has not passed;
+  ``emq_queue_lapsed_leases{queue}``: leases past their deadline, waiting for the sweeper. Together
+  they are ``emq_queue_jobs{state="active"}``.
+- ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
+  ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
+- ``emq_metrics_last_walk_timestamp_seconds``, ``emq_metrics_walk_duration_seconds``,
+  ``emq_metrics_queues``, ``emq_metrics_unreadable_queues``: how fresh and complete the rest is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .snapshot import Snapshot
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _SnapshotCollector(Collector):
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.snapshot
+        jobs = GaugeMetricFamily("emq_queue_jobs", "Jobs in a queue by state (pending is due + delayed)",
+                                 labels=["queue", "state"])
+        oldest = GaugeMetricFamily("emq_queue_oldest_due_age_seconds",
+                                   "How long the oldest due job has waited to be claimed (0 when none is due)",
+                                   labels=["queue"])
+        held = GaugeMetricFamily("emq_queue_active_leases", "Leases held whose deadline has not passed",
+                                 labels=["queue"])
+        lapsed = GaugeMetricFamily("emq_queue_lapsed_leases", "Leases past their deadline, not yet recovered",
+                                   labels=["queue"])
+        for stats in s.stats:
+            q = stats.queue
+            for state, value in (("due", stats.due), ("delayed", stats.delayed), ("active", stats.counts["active"]),
+                                 ("done", stats.counts["done"]), ("failed", stats.counts["failed"])):
+                jobs.add_metric([q, state], value)
+            oldest.add_metric([q], (stats.oldest_due_age_ms or 0) / 1000)
+            held.add_metric([q], stats.counts["active"] - stats.lapsed)
+            lapsed.add_metric([q], stats.lapsed)
+        yield from (jobs, oldest, held, lapsed)
+
+        yield GaugeMetricFamily("emq_redis_up", "1 when the last walk reached every Redis primary",
+                                value=int(s.redis_up))
+        if s.health is not None:
+            yield GaugeMetricFamily("emq_redis_used_memory_bytes", "Memory used by Redis, summed over primaries",
+                                    value=s.health.used_memory_bytes)
+            policy = GaugeMetricFamily("emq_redis_maxmemory_policy_info",
+                                       "The maxmemory-policy of the Redis primaries (1 per policy in use)",
+                                       labels=["policy"])
+            for name in s.health.policies:
+                policy.add_metric([name], 1)
+            yield policy
+        yield GaugeMetricFamily("emq_metrics_last_walk_timestamp_seconds",
+                                "When this console process last finished reading the queues", value=s.taken_at)
+        yield GaugeMetricFamily("emq_metrics_walk_duration_seconds", "How long the last walk over the queues took",
+                                value=s.duration_s)
+        yield GaugeMetricFamily("emq_metrics_queues", "Queues read by the last walk", value=len(s.stats))
+        yield GaugeMetricFamily("emq_metrics_unreadable_queues", "Registered queues the last walk could not read",
+                                value=s.unreadable)
+
+
+def render(snapshot: Snapshot) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_SnapshotCollector(snapshot))
+    return generate_latest(registry)

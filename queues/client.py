@@ -20,7 +20,7 @@ import redis.exceptions
 
 from . import moves, reads
 from .connection import AsyncClient, SyncClient, connect, connect_async
-from .errors import EmqError, InvalidInput, NotReplicated, Unavailable
+from .errors import EmqError, InvalidInput, NotReplicated, OutOfMemory, Unavailable
 from redis.crc import key_slot
 
 from .connection import is_cluster_client
@@ -47,11 +47,21 @@ def default_actor() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# Replies that say the server did not run the script and will take it later: a replica that was a
+# master (READONLY), a dataset still loading (LOADING), another script running too long (BUSY).
+_NOT_NOW = (redis.exceptions.ReadOnlyError, redis.exceptions.BusyLoadingError)
+
+
 def _translate(call: Call[Any], error: Exception) -> Exception:
     if isinstance(error, EmqError):
         return error
+    if isinstance(error, redis.exceptions.OutOfMemoryError):
+        return OutOfMemory(f"redis is out of memory: {call.script} was refused before it ran, nothing was written")
     if isinstance(error, _UNREACHABLE):
         return Unavailable(f"redis unreachable during {call.script}: {error}")
+    if isinstance(error, _NOT_NOW) or (isinstance(error, redis.exceptions.ResponseError)
+                                       and str(error).startswith("BUSY")):
+        return Unavailable(f"redis did not run {call.script} ({error}); it is safe to send again later")
     if isinstance(error, redis.exceptions.ResponseError) and "emq:" in str(error):
         return InvalidInput(str(error).split("emq: ", 1)[-1])
     return error
@@ -133,7 +143,7 @@ class _Moves:
         return self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
 
     def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> Any:
-        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms))
+        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
 
     def complete(self, queue: str, job_id: str, token: object) -> Any:
         return self.run(moves.complete(queue, job_id, token, actor=self.actor))
@@ -416,8 +426,12 @@ class EchoMQ(_Moves):
     def page(self, queue: str, state: str, **where: Any) -> reads.Page:
         return self.run(reads.page(queue, state, **where))
 
-    def job(self, queue: str, job_id: str) -> reads.JobView:
-        return self.run(reads.job(queue, job_id))
+    def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> reads.JobView:
+        return self.run(reads.job(queue, job_id, payload_bytes=payload_bytes))
+
+    def payload(self, queue: str, job_id: str, *, max_bytes: int = reads.PAYLOAD_READ_MAX) -> bytes:
+        """The whole payload, for a download; :class:`Refused` (``too_large``) above ``max_bytes``."""
+        return self.run(reads.payload(queue, job_id, max_bytes=max_bytes))
 
     def events(self, queue: str, *, count: int = 100, after: str | None = None) -> list[reads.Event]:
         """The newest ``count`` events, newest first; or, with ``after``, the ones after that id, oldest first."""
@@ -434,10 +448,9 @@ class EchoMQ(_Moves):
             raise Unavailable(f"redis unreachable: {error}") from error
         return [reads.parse_event(entry_id, data) for entry_id, data in entries]
 
-    def job_events(self, queue: str, job_id: str, *, scan: int = 10_000) -> list[reads.Event]:
-        """A job's history from the newest ``scan`` events of its queue (the stream is capped)."""
-        job_id = validate_job_id(job_id)
-        return [e for e in self.events(queue, count=scan) if e.job_id == job_id]
+    def job_events(self, queue: str, job_id: str) -> list[reads.Event]:
+        """A job's history, newest first, from its own hash: O(its length) however busy the queue is."""
+        return self.run(reads.history(queue, job_id))
 
     def queues(self) -> list[str]:
         """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`)."""

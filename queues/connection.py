@@ -18,6 +18,8 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .errors import UnsupportedServer
+
 DEFAULT_URL: Final = "redis://127.0.0.1:6379/0"
 
 SyncClient: TypeAlias = "redis.Redis | redis.cluster.RedisCluster"
@@ -36,16 +38,36 @@ def _options(socket_timeout: float | None) -> dict[str, Any]:
     }
 
 
+# The scripts declare their flags with a Redis 7 shebang (#!lua flags=...), which older servers refuse.
+MINIMUM_VERSION: Final = (7, 0)
+
+
+def check_version(info: dict[str, Any]) -> None:
+    """Raises :class:`UnsupportedServer` unless ``INFO server`` names Redis 7.0 or newer (Valkey reports so too)."""
+    text = str(info.get("redis_version", ""))
+    try:
+        version = tuple(int(part) for part in text.split(".")[:2])
+    except ValueError:
+        version = ()
+    if len(version) < 2 or version < MINIMUM_VERSION:
+        raise UnsupportedServer(f"EchoMQ needs Redis 7.0 or newer (its scripts declare flags); "
+                                f"the server says {text or 'no version'}")
+
+
 def is_cluster_url(url: str, socket_timeout: float | None = 5.0) -> bool:
-    """Ask the server whether cluster mode is on (``INFO cluster``)."""
+    """Asks the server whether cluster mode is on (``INFO server``), checking its version on the way."""
     probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
     try:
-        return bool(probe.info("cluster").get("cluster_enabled"))
+        info = probe.info("server")
     finally:
         probe.close()
+    check_version(info)
+    return info.get("redis_mode") == "cluster"
 
 
 def connect(url: str | None = None, *, socket_timeout: float | None = 5.0, cluster: bool | None = None) -> SyncClient:
+    """A client for ``url`` (standalone or cluster, asked of the server unless ``cluster`` says);
+    raises :class:`UnsupportedServer` below Redis 7.0 when it asks."""
     url = redis_url(url)
     if cluster is None:
         cluster = is_cluster_url(url, socket_timeout)

@@ -14,7 +14,27 @@ class InvalidInput(EmqError, ValueError):
 
 
 class NothingToClaim(EmqError):
+    """claim found nothing claimable due.
+
+    ``next_due_ms`` is when the earliest claimable pending job falls due (None
+    when there is none; ``now_ms`` itself when the call ran out of budget
+    before it could tell, which means "claim again now"); ``now_ms`` is the
+    server's time, so a caller can sleep ``next_due_ms - now_ms`` without
+    knowing its own clock's offset.
+    """
+
     exit_code = 3
+
+    def __init__(self, message: str, next_due_ms: int | None = None, now_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.next_due_ms, self.now_ms = next_due_ms, now_ms
+
+    @property
+    def wait_ms(self) -> int | None:
+        """How long until something may be claimable (0: now), or None when nothing is pending."""
+        if self.next_due_ms is None or self.now_ms is None:
+            return None
+        return max(self.next_due_ms - self.now_ms, 0)
 
 
 class Refused(EmqError):
@@ -33,6 +53,12 @@ class Refused(EmqError):
 
     def describe(self) -> str:
         job = f"job {self.job_id}"
+        if self.reason == "wrongtype":
+            # The script's reply names the key (as state) and its type (as attempts).
+            return (f"refused: {self.state} holds a {self.attempts}, not the type EchoMQ keeps there; nothing was "
+                    "written (the key needs an operator: repair or delete it)")
+        if self.reason == "too_large":
+            return f"refused: the payload of {job} is {self.state} bytes, more than the {self.attempts} asked for"
         if self.reason == "missing":
             return f"refused: {job} does not exist"
         where = f"{job} is now {self.state or 'without a state'} (attempts {self.attempts or '?'})"
@@ -57,6 +83,19 @@ class Duplicate(EmqError):
 
 class Unavailable(EmqError):
     """Redis could not be reached; whether a move ran is unknown."""
+
+
+class OutOfMemory(EmqError):
+    """Redis is over ``maxmemory``: it refused the script before running it, so nothing was written.
+
+    Safe to send again once memory is freed; a worker backs off meanwhile.
+    """
+
+    exit_code = 6
+
+
+class UnsupportedServer(EmqError):
+    """The server is older than Redis 7.0, whose script flags the protocol needs."""
 
 
 class NotReplicated(EmqError):

@@ -471,7 +471,7 @@ class Follower:
         except (redis.exceptions.RedisError, OSError) as error:
             log.info("no chart history for %s: %s", queue, error)
             return
-        times = [_stream_id(_text(entry_id))[0] for entry_id, _ in entries]
+        times = [_stream_id(_text(entry_id))[0] for entry_id, data in entries if not _is_heartbeat(data)]
         if len(times) >= SEED_EVENTS:
             partial = self.throughput.bucket_of(times[-1])
             times = [ms for ms in times if self.throughput.bucket_of(ms) != partial]
@@ -485,7 +485,8 @@ class Follower:
             queue = _text(key)[5:-len("}:events")]
             ids: set[str] = set()
             for entry_id, data in entries:
-                self.throughput.add(queue, _stream_id(_text(entry_id))[0])
+                if not _is_heartbeat(data):
+                    self.throughput.add(queue, _stream_id(_text(entry_id))[0])
                 job_id = data.get(b"id") or data.get("id")
                 if job_id:
                     ids.add(_text(job_id))
@@ -528,12 +529,12 @@ class Follower:
         self._wake.set()
 
 
-async def job_history(mq: AsyncEchoMQ, queue: str, job_id: str, *, scan: int = 10_000) -> list[reads.Event]:
-    """A job's events among the newest ``scan`` of its queue, newest first (as ``EchoMQ.job_events``)."""
-    job_id = validate_job_id(job_id)
-    try:
-        entries = await mq.redis.xrevrange(QueueKeys(queue).events, "+", "-", count=scan)
-    except _UNREACHABLE as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
-    events = [reads.parse_event(entry_id, data) for entry_id, data in entries]
-    return [e for e in events if e.job_id == job_id]
+def _is_heartbeat(data: dict[Any, Any]) -> bool:
+    """An ``extend`` event moves a lease deadline, not a job: pages follow it, the chart does not count it."""
+    return (data.get(b"move") or data.get("move")) in (b"extend", "extend")
+
+
+async def job_history(mq: AsyncEchoMQ, queue: str, job_id: str) -> list[reads.Event]:
+    """A job's history from its own hash, newest first (as ``EchoMQ.job_events``)."""
+    result: list[reads.Event] = await mq.run(reads.history(queue, job_id))
+    return result

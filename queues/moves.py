@@ -17,8 +17,16 @@ from .keys import QueueKeys, State, validate_job_id, validate_state
 T = TypeVar("T")
 
 MAX_PAYLOAD_BYTES: Final = 1024 * 1024
+# The scripts cut last_error to this many bytes at a character boundary; the client cuts the same way
+# so that it never sends more than is kept.
 MAX_ERROR_BYTES: Final = 4096
 MAX_BATCH: Final = 1000
+MAX_LEASE_MS: Final = 86_400_000
+MAX_DELAY_MS: Final = 10 * 365 * 86_400_000
+MAX_TRIES: Final = 1_000_000
+# The largest integer a script accepts or writes: 14 digits stay exact in Lua's doubles and print
+# without an exponent.
+MAX_INT: Final = 99_999_999_999_999
 DEFAULT_MAX_ATTEMPTS: Final = 3
 DEFAULT_LEASE_MS: Final = 30_000
 DEFAULT_BACKOFF_MS: Final = 1_000
@@ -58,7 +66,7 @@ class FencingToken:
         if not isinstance(text, str):
             raise InvalidInput(f"token must be text like 3.9f86d0, not {type(text).__name__}")
         attempts, dot, claim_id = text.partition(".")
-        if not attempts.isdigit() or int(attempts) < 1 or len(attempts) > 15:
+        if not re.fullmatch(r"[0-9]{1,14}", attempts) or int(attempts) < 1:
             raise InvalidInput(f"token {text!r} is not valid: it must start with the attempts (an integer >= 1)")
         if dot and not _CLAIM_ID.match(claim_id):
             raise InvalidInput(f"token {text!r} is not valid: the claim id after '.' must be lowercase hex")
@@ -112,15 +120,33 @@ def _refusal(move: str, job_id: str, reply: list[Any]) -> Refused:
     return Refused(move, job_id, reason, state, attempts)
 
 
-def _int(value: object, what: str, minimum: int, maximum: int | None = None) -> int:
+def refused_whole(move: str, reply: Any, job_id: str = "") -> None:
+    """Raises the refusal a script answered for the whole call (a key of another type, say)."""
+    if isinstance(reply, list) and reply and _text(reply[0]) == "REFUSED":
+        raise _refusal(move, job_id, reply)
+
+
+def cut_utf8(data: bytes, limit: int) -> bytes:
+    """At most ``limit`` bytes, never splitting a UTF-8 character (as the scripts cut)."""
+    if len(data) <= limit:
+        return data
+    end = limit
+    while end > limit - 3 and 0x80 <= data[end] < 0xC0:
+        end -= 1
+    return data[:end]
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,14}")
+
+
+def _int(value: object, what: str, minimum: int, maximum: int = MAX_INT) -> int:
+    """An integer, or its text as the scripts accept it: ASCII digits only, no sign but '-', no spaces."""
     if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            value = int(str(value))
-        except ValueError:
-            raise InvalidInput(f"{what} must be an integer, not {value!r}") from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise InvalidInput(f"{what} must be {bound}, not {value}")
+        if not isinstance(value, (str, bytes)) or not _DECIMAL.fullmatch(_text(value)):
+            raise InvalidInput(f"{what} must be an integer, not {value!r}")
+        value = int(_text(value))
+    if value < minimum or value > maximum:
+        raise InvalidInput(f"{what} must be between {minimum} and {maximum}, not {value}")
     return value
 
 
@@ -148,10 +174,11 @@ def enqueue(queue: str, payload: object, *, job_id: str | None = None, delay_ms:
     keys = QueueKeys(queue)
     job_id = validate_job_id(job_id) if job_id is not None else new_job_id()
     data = _payload(payload)
-    delay_ms = _int(delay_ms, "delay_ms", 0, 10 * 365 * 86_400_000)
-    max_attempts = _int(max_attempts, "max_attempts", 1, 1_000_000)
+    delay_ms = _int(delay_ms, "delay_ms", 0, MAX_DELAY_MS)
+    max_attempts = _int(max_attempts, "max_attempts", 1, MAX_TRIES)
 
     def parse(reply: list[Any]) -> str:
+        refused_whole("enqueue", reply, job_id)
         if _text(reply[0]) == "DUPLICATE":
             raise Duplicate(job_id, _text(reply[1]), _text(reply[2]))
         return job_id
@@ -171,12 +198,13 @@ def enqueue_many(queue: str, payloads: list[object], *, job_ids: list[str] | Non
     ids = [validate_job_id(i) for i in job_ids] if job_ids is not None else [new_job_id() for _ in payloads]
     if len(set(ids)) != len(ids):
         raise InvalidInput("a job id is given twice")
-    args: list[Any] = [_int(delay_ms, "delay_ms", 0, 10 * 365 * 86_400_000),
-                       _int(max_attempts, "max_attempts", 1, 1_000_000), actor]
+    args: list[Any] = [_int(delay_ms, "delay_ms", 0, MAX_DELAY_MS),
+                       _int(max_attempts, "max_attempts", 1, MAX_TRIES), actor]
     for job_id, payload in zip(ids, payloads):
         args += [job_id, _payload(payload)]
 
     def parse(reply: list[Any]) -> list[str | Duplicate]:
+        refused_whole("enqueue", reply)
         return [job_id if not isinstance(r, list) else Duplicate(job_id, _text(r[1]), _text(r[2]))
                 for job_id, r in zip(ids, reply[1:])]
 
@@ -185,17 +213,19 @@ def enqueue_many(queue: str, payloads: list[object], *, job_ids: list[str] | Non
 
 def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", count: int = 1,
           claim_id: str | None = None) -> Call[list[ClaimedJob]]:
-    """Raises :class:`NothingToClaim` (with ``next_due_ms``) when nothing is due."""
+    """Raises :class:`NothingToClaim` (with ``next_due_ms`` and ``now_ms``) when nothing claimable is due."""
     keys = QueueKeys(queue)
-    lease_ms = _int(lease_ms, "lease_ms", 1, 86_400_000)
+    lease_ms = _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
     count = _int(count, "count", 1, MAX_BATCH)
     claim_id = claim_id or new_claim_id()
+    if not _CLAIM_ID.match(claim_id):
+        raise InvalidInput("claim_id must be 1..64 characters 0-9 a-f")
 
     def parse(reply: list[Any]) -> list[ClaimedJob]:
+        refused_whole("claim", reply)
         if _text(reply[0]) == "EMPTY":
-            error = NothingToClaim(f"nothing to claim in {queue}")
-            error.next_due_ms = int(float(_text(reply[1]))) if reply[1] else None  # type: ignore[attr-defined]
-            raise error
+            raise NothingToClaim(f"nothing to claim in {queue}", int(_text(reply[1])) if reply[1] else None,
+                                 int(_text(reply[2])))
         deadline = int(_text(reply[1]))
         rest = reply[2:]
         return [ClaimedJob(queue, _text(rest[i]), int(rest[i + 1]), claim_id, rest[i + 2], deadline)
@@ -211,17 +241,16 @@ def _lease_call(move: str, queue: str, job_id: str, token: object, extra: list[A
     fencing = FencingToken.parse(token)
 
     def parse(reply: list[Any]) -> T:
-        if _text(reply[0]) == "REFUSED":
-            raise _refusal(move, job_id, reply)
+        refused_whole(move, reply, job_id)
         return parse_ok(reply)
 
     return Call(move, keys.script_keys(job_id), [job_id, fencing.attempts, fencing.claim_id, *extra], parse)
 
 
-def extend(queue: str, job_id: str, token: object, *, lease_ms: int = DEFAULT_LEASE_MS) -> Call[int]:
+def extend(queue: str, job_id: str, token: object, *, lease_ms: int = DEFAULT_LEASE_MS, actor: str = "") -> Call[int]:
     """Returns the new lease deadline (ms); raises :class:`Refused` when the lease is lost."""
-    lease_ms = _int(lease_ms, "lease_ms", 1, 86_400_000)
-    return _lease_call("extend", queue, job_id, token, [lease_ms], lambda r: int(_text(r[1])))
+    lease_ms = _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
+    return _lease_call("extend", queue, job_id, token, [lease_ms, actor], lambda r: int(_text(r[1])))
 
 
 def complete(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[int]:
@@ -247,6 +276,7 @@ def complete_many(queue: str, jobs: list[tuple[str, object]], *, actor: str = ""
         raise InvalidInput("a job is given twice")
 
     def parse(reply: list[Any]) -> list[int | Refused]:
+        refused_whole("complete", reply)
         finished = int(_text(reply[0]))
         return [finished if not isinstance(r, list) else _refusal("complete", job_id, r)
                 for job_id, r in zip(ids, reply[1:])]
@@ -259,8 +289,8 @@ def fail(queue: str, job_id: str, token: object, *, error: str = "", backoff_ms:
     """Returns the state the job went to: pending (will be retried) or failed."""
     if not isinstance(error, str):
         raise InvalidInput("error must be text")
-    message = error.encode()[:MAX_ERROR_BYTES]
-    backoff_ms = _int(backoff_ms, "backoff_ms", 0, 86_400_000)
+    message = cut_utf8(error.encode(errors="surrogateescape"), MAX_ERROR_BYTES)
+    backoff_ms = _int(backoff_ms, "backoff_ms", 0, MAX_LEASE_MS)
     return _lease_call("fail", queue, job_id, token, [message, backoff_ms, actor], lambda r: _text(r[1]))
 
 
@@ -295,12 +325,11 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
     seen = "" if expect_attempts in (None, "") else str(_int(expect_attempts, "expected attempts", 0))
     args: list[Any] = [job_id, state, seen]
     if move == "retry":
-        args.append(_int(extra_attempts, "extra_attempts", 1, 1_000_000))
+        args.append(_int(extra_attempts, "extra_attempts", 1, MAX_TRIES))
     args.append(actor)
 
     def parse(reply: list[Any]) -> MoveResult:
-        if _text(reply[0]) == "REFUSED":
-            raise _refusal(move, job_id, reply)
+        refused_whole(move, reply, job_id)
         return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]))
 
     return Call(move, keys.script_keys(job_id), args, parse)
@@ -308,9 +337,10 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
 
 def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int = 0) -> Call[BatchResult]:
     keys = QueueKeys(queue)
-    args = [_int(limit, "limit", 1, MAX_BATCH), actor, _int(skip, "skip", 0)]
+    args = [_int(limit, "limit", 1, MAX_BATCH), actor, _int(skip, "skip", 0, MAX_INT)]
 
     def parse(reply: list[Any]) -> BatchResult:
+        refused_whole("recover_expired", reply)
         _, to_pending, to_failed, missing, skipped, more = reply
         return BatchResult(int(to_pending) + int(to_failed), int(missing), int(skipped), bool(int(more)), int(to_failed))
 
@@ -320,9 +350,9 @@ def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int 
 def retry_failed(queue: str, *, limit: int = 200, extra_attempts: int = 1, actor: str = "",
                  failed_before_ms: int | None = None, skip: int = 0) -> Call[BatchResult]:
     keys = QueueKeys(queue)
-    cutoff = "" if failed_before_ms is None else _int(failed_before_ms, "failed_before_ms", 0)
-    args = [_int(limit, "limit", 1, MAX_BATCH), _int(extra_attempts, "extra_attempts", 1, 1_000_000),
-            actor, cutoff, _int(skip, "skip", 0)]
+    cutoff = "" if failed_before_ms is None else _int(failed_before_ms, "failed_before_ms", 0, MAX_INT)
+    args = [_int(limit, "limit", 1, MAX_BATCH), _int(extra_attempts, "extra_attempts", 1, MAX_TRIES),
+            actor, cutoff, _int(skip, "skip", 0, MAX_INT)]
     return Call("retry_failed", keys.script_keys(None), args, _batch)
 
 
@@ -331,11 +361,12 @@ def purge(queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200, a
     keys = QueueKeys(queue)
     if state not in ("done", "failed"):
         raise InvalidInput(f"only done or failed jobs can be purged, not {state!r}")
-    args = [state, _int(older_than_ms, "older_than_ms", 0), _int(limit, "limit", 1, MAX_BATCH), actor,
-            _int(skip, "skip", 0)]
+    args = [state, _int(older_than_ms, "older_than_ms", 0, MAX_INT), _int(limit, "limit", 1, MAX_BATCH), actor,
+            _int(skip, "skip", 0, MAX_INT)]
     return Call("purge", keys.script_keys(None), args, _batch)
 
 
 def _batch(reply: list[Any]) -> BatchResult:
+    refused_whole("batch move", reply)
     _, moved, missing, skipped, more = reply
     return BatchResult(int(moved), int(missing), int(skipped), bool(int(more)))

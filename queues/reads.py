@@ -7,15 +7,22 @@ before a move with its set from after it, and the server's clock comes with it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .errors import InvalidInput
 from .keys import STATES, QueueKeys, State, validate_job_id, validate_state
-from .moves import Call, _int, _text
+from .moves import Call, _int, _text, cut_utf8, refused_whole
 
 PAGE_LIMIT_MAX: Final = 500
 CORE_FIELDS: Final = ("state", "attempts", "payload")
+# The job read returns the payload whole up to this many bytes (else its preview); a longer one is read
+# only on request (:func:`payload`), up to PAYLOAD_READ_MAX.
+JOB_PAYLOAD_BYTES: Final = 64 * 1024
+PAYLOAD_READ_MAX: Final = 16 * 1024 * 1024
+# A score Redis holds as +inf or -inf, shown as the largest integer a script writes (and its negative).
+_INFINITE: Final = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +52,12 @@ class QueueStats:
 
 @dataclass(frozen=True, slots=True)
 class JobRow:
-    """One line of a page: what the set says (id, score) beside what the hash says."""
+    """One line of a page: what the set says (id, score) beside what the hash says.
+
+    ``payload_head`` comes from the payload itself when it is small, else from
+    its ``preview`` field (``payload_source`` says which; 'none': a large
+    payload written without a preview, shown by its length only).
+    """
 
     id: str
     score: int
@@ -55,6 +67,9 @@ class JobRow:
     payload_length: int
     last_error: str
     exists: bool
+    last_error_length: int = 0
+    key_type: str = "hash"
+    payload_source: str = "payload"
 
     @property
     def cursor(self) -> str:
@@ -75,7 +90,12 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class JobView:
-    """A job as Redis holds it, with warnings for anything a runtime should not have written."""
+    """A job as Redis holds it, with warnings for anything a runtime should not have written.
+
+    ``fields`` holds every field but the payload and the history; a value longer than the read's
+    bound is absent from it and its length is in ``long_fields``. ``payload`` is the whole payload
+    when ``payload_whole``, else its preview (or nothing); ``payload_length`` is its length either way.
+    """
 
     queue: str
     id: str
@@ -83,10 +103,17 @@ class JobView:
     fields: dict[str, bytes]
     scores: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    key_type: str = "hash"
+    payload: bytes = b""
+    payload_length: int = 0
+    payload_whole: bool = True
+    has_payload: bool = True
+    field_count: int = 0
+    long_fields: dict[str, int] = field(default_factory=dict)
 
     @property
     def exists(self) -> bool:
-        return bool(self.fields)
+        return self.key_type != "none"
 
     def text(self, name: str) -> str:
         value = self.fields.get(name)
@@ -101,10 +128,6 @@ class JobView:
         return self.text("attempts")
 
     @property
-    def payload(self) -> bytes:
-        return self.fields.get("payload", b"")
-
-    @property
     def lease_deadline_ms(self) -> int | None:
         return self.scores.get("active")
 
@@ -115,13 +138,25 @@ class JobView:
 
     def as_dict(self) -> dict[str, Any]:
         return {"queue": self.queue, "id": self.id, "now_ms": self.now_ms, "exists": self.exists,
-                "fields": {k: v.decode(errors="replace") for k, v in self.fields.items()},
-                "scores": self.scores, "lease_left_ms": self.lease_left_ms, "warnings": self.warnings}
+                "key_type": self.key_type, "fields": {k: v.decode(errors="replace") for k, v in self.fields.items()},
+                "long_fields": self.long_fields, "payload_length": self.payload_length,
+                "payload_whole": self.payload_whole, "scores": self.scores, "lease_left_ms": self.lease_left_ms,
+                "warnings": self.warnings}
+
+
+def score_int(value: Any) -> int:
+    """A score as the scripts print it, as an integer: ±inf as ±10^15, a fraction rounded down."""
+    number = float(_text(value))
+    if number != number:
+        raise InvalidInput(f"score {value!r} is not a number")
+    if abs(number) >= _INFINITE:
+        return _INFINITE if number > 0 else -_INFINITE
+    return int(number // 1)
 
 
 def _opt_int(value: Any) -> int | None:
     text = _text(value)
-    return int(float(text)) if text else None
+    return score_int(text) if text else None
 
 
 def clock(queue: str) -> Call[int]:
@@ -143,6 +178,7 @@ def stats(queue: str) -> Call[QueueStats]:
     keys = QueueKeys(queue)
 
     def parse(reply: list[Any]) -> QueueStats:
+        refused_whole("stats", reply)
         now, p, a, d, f, due, lapsed, oldest, next_due, last = reply
         return QueueStats(keys.queue, int(now), {"pending": int(p), "active": int(a), "done": int(d), "failed": int(f)},
                           int(due), int(lapsed), _opt_int(oldest), _opt_int(next_due), _text(last))
@@ -182,34 +218,71 @@ def page(queue: str, state: str, *, offset: int | None = None, after: str | None
         where = ["offset", _int(offset or 0, "offset", 0), ""]
 
     def parse(reply: list[Any]) -> Page:
+        refused_whole("page", reply)
         now, total, start, more, *flat = reply
-        rows = [JobRow(_text(flat[i]), int(float(_text(flat[i + 1]))), _text(flat[i + 2]), _text(flat[i + 3]),
-                       flat[i + 4], int(flat[i + 5]), flat[i + 6].decode(errors="replace"), bool(int(flat[i + 7])))
-                for i in range(0, len(flat), 8)]
+        rows = [JobRow(_text(flat[i]), score_int(flat[i + 1]), _text(flat[i + 2]), _text(flat[i + 3]),
+                       flat[i + 4], int(flat[i + 5]), flat[i + 6].decode(errors="replace"), _text(flat[i + 8]) != "none",
+                       int(flat[i + 7]), _text(flat[i + 8]), _text(flat[i + 9]))
+                for i in range(0, len(flat), 10)]
         return Page(keys.queue, state, order, int(now), int(total), int(start), bool(int(more)), rows)  # type: ignore[arg-type]
 
     return Call("page", keys.script_keys(None), [state, order, *where, limit, payload_head], parse)
 
 
-def job(queue: str, job_id: str) -> Call[JobView]:
+def job(queue: str, job_id: str, *, payload_bytes: int = JOB_PAYLOAD_BYTES) -> Call[JobView]:
+    """The job, with its payload whole when it is at most ``payload_bytes`` long (else its preview)."""
     keys = QueueKeys(queue)
     job_id = validate_job_id(job_id)
+    payload_bytes = _int(payload_bytes, "payload bytes", 0, PAYLOAD_READ_MAX)
 
     def parse(reply: list[Any]) -> JobView:
+        refused_whole("job", reply, job_id)
         now, *rest = reply
-        scores = {state: int(float(_text(v))) for state, v in zip(STATES, rest[:4]) if _text(v)}
-        flat = rest[4:]
-        fields = {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
-        return JobView(keys.queue, job_id, int(now), fields, scores, job_warnings(fields, scores))
+        scores = {state: score_int(v) for state, v in zip(STATES, rest[:4]) if _text(v)}
+        key_type, length, payload, whole, count, *flat = rest[4:]
+        fields: dict[str, bytes] = {}
+        long_fields: dict[str, int] = {}
+        for i in range(0, len(flat), 3):
+            name, value, size = _text(flat[i]), flat[i + 1], int(flat[i + 2])
+            if len(value) == size:
+                fields[name] = value
+            else:
+                long_fields[name] = size
+        kind = _text(key_type)
+        has_payload = kind == "hash" and (int(length) > 0 or bool(int(whole)))
+        view = JobView(keys.queue, job_id, int(now), fields, scores, [], kind, payload, int(length), bool(int(whole)),
+                       has_payload, int(count), long_fields)
+        view.warnings.extend(job_warnings(fields, scores, key_type=kind, has_payload=has_payload,
+                                          payload=payload if view.payload_whole else None))
+        return view
 
-    return Call("job", keys.script_keys(job_id), [job_id], parse)
+    return Call("job", keys.script_keys(job_id), [job_id, payload_bytes], parse)
 
 
-def job_warnings(fields: dict[str, bytes], scores: dict[str, int]) -> list[str]:
+def payload(queue: str, job_id: str, *, max_bytes: int = PAYLOAD_READ_MAX) -> Call[bytes]:
+    """A job's whole payload (for "show all" or a download); :class:`Refused` ``too_large`` above ``max_bytes``,
+    without reading it."""
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id)
+    max_bytes = _int(max_bytes, "max bytes", 0, 512 * 1024 * 1024)
+
+    def parse(reply: list[Any]) -> bytes:
+        refused_whole("payload", reply, job_id)
+        data: bytes = reply[3]
+        return data
+
+    return Call("payload", keys.script_keys(job_id), [job_id, max_bytes], parse)
+
+
+def job_warnings(fields: dict[str, bytes], scores: dict[str, int], *, key_type: str = "hash",
+                 has_payload: bool = True, payload: bytes | None = None) -> list[str]:
     """What is odd about a job, in words; empty when it is as the protocol writes it."""
-    if not fields:
+    if key_type not in ("hash", "none"):
+        return [f"the job's key is a {key_type}, not a hash" + (f"; its id is in {', '.join(scores)}" if scores else "")]
+    if key_type == "none":
         return ["the job's hash does not exist" + (f" but its id is in {', '.join(scores)}" if scores else "")]
-    warnings = [f"the core field {name!r} is missing" for name in CORE_FIELDS if name not in fields]
+    present = {**fields, "payload": b""} if has_payload else fields
+    warnings = [f"the core field {name!r} is missing" for name in CORE_FIELDS if name not in present]
     state = fields.get("state", b"").decode(errors="replace")
     if "state" in fields and state not in STATES:
         warnings.append(f"unknown state {state!r}")
@@ -222,7 +295,6 @@ def job_warnings(fields: dict[str, bytes], scores: dict[str, int]) -> list[str]:
         warnings.append("the id is in none of the four sets")
     elif state in STATES and state not in scores:
         warnings.append(f"the state says {state} but the id is in {next(iter(scores))}")
-    payload = fields.get("payload")
     if payload is not None:
         try:
             payload.decode()
@@ -241,10 +313,12 @@ class Event:
     attempts: str
     actor: str
     ts_ms: int
+    # A history entry of a failure keeps that attempt's error (the stream does not).
+    error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"event": self.id, "move": self.move, "id": self.job_id, "from": self.source, "to": self.target,
-                "attempts": self.attempts, "actor": self.actor, "ts_ms": self.ts_ms}
+                "attempts": self.attempts, "actor": self.actor, "ts_ms": self.ts_ms, "error": self.error}
 
 
 def parse_event(entry_id: Any, data: dict[Any, Any]) -> Event:
@@ -254,20 +328,64 @@ def parse_event(entry_id: Any, data: dict[Any, Any]) -> Event:
                  get.get("attempts", ""), get.get("actor", ""), int(ts) if ts.isdigit() else 0)
 
 
-def payload_preview(payload: bytes, limit: int = 64 * 1024) -> tuple[str, str, bool]:
-    """How to show a payload: ('json' | 'text' | 'bytes', the text, whether it was cut)."""
-    cut = len(payload) > limit
+_PERCENT = re.compile(rb"%([0-9A-F]{2})")
+
+
+def _unescape(field: bytes) -> str:
+    return _PERCENT.sub(lambda m: bytes([int(m.group(1), 16)]), field).decode(errors="replace")
+
+
+def parse_history(job_id: str, text: bytes) -> list[Event]:
+    """A job's history field as events, newest first (as :meth:`EchoMQ.events` gives them).
+
+    An entry is ``ts TAB move TAB to TAB attempts TAB actor [TAB error]``; its
+    ``from`` is the previous entry's ``to`` (empty for the oldest kept). A
+    line that does not parse is kept as a move ``?`` with the line as its error.
+    """
+    events: list[Event] = []
+    source = ""
+    for line in text.split(b"\n") if text else []:
+        parts = line.split(b"\t")
+        ts = _text(parts[0]) if parts else ""
+        if len(parts) < 5 or not (ts.isascii() and ts.isdigit()):
+            events.append(Event("", "?", job_id, "", "", "", "", 0, _unescape(line)))
+            continue
+        move, target = _text(parts[1]), _text(parts[2])
+        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, _text(parts[3]),
+                            _unescape(parts[4]), int(ts), _unescape(parts[5]) if len(parts) > 5 else ""))
+        source = target
+    return events[::-1]
+
+
+def history(queue: str, job_id: str) -> Call[list[Event]]:
+    """A job's own history (its hash's ``history`` field), newest first: O(its length), whatever the queue holds."""
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id)
+
+    def parse(reply: list[Any]) -> list[Event]:
+        refused_whole("history", reply, job_id)
+        return parse_history(job_id, reply[3])
+
+    return Call("history", keys.script_keys(job_id), [job_id], parse)
+
+
+def payload_preview(payload: bytes, limit: int = 64 * 1024, *, total: int | None = None) -> tuple[str, str, bool]:
+    """How to show a payload: ('json' | 'text' | 'bytes', the text, whether it was cut).
+
+    ``total`` is the payload's whole length when ``payload`` is only its head.
+    """
+    cut = len(payload) > limit or (total is not None and total > len(payload))
     try:
-        text = payload.decode()
+        text = (payload if len(payload) <= limit else cut_utf8(payload, limit)).decode()
     except UnicodeDecodeError:
         return "bytes", payload[:limit].hex(" "), cut
     try:
         if not cut:
             return "json", json.dumps(json.loads(text), indent=2, ensure_ascii=False), False
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     return "text", text[:limit], cut
 
 
-__all__ = ["QueueStats", "JobRow", "Page", "JobView", "Event", "STATES", "stats", "page", "job", "clock",
-           "parse_event", "payload_preview", "job_warnings", "validate_state"]
+__all__ = ["QueueStats", "JobRow", "Page", "JobView", "Event", "STATES", "stats", "page", "job", "payload", "history",
+           "clock", "parse_event", "parse_history", "payload_preview", "job_warnings", "validate_state", "score_int"]

@@ -57,9 +57,9 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any, Awaitable, Callable, Union
 
-from . import moves, reads
+from . import moves
 from .client import AsyncEchoMQ, BlockingRunner, default_actor
-from .errors import EmqError, InvalidInput, NothingToClaim, Refused, Unavailable
+from .errors import EmqError, InvalidInput, NothingToClaim, OutOfMemory, Refused, Unavailable
 from .keys import validate_queue_name
 from .moves import Call, ClaimedJob
 
@@ -212,6 +212,7 @@ class WorkerStats:
     released: int = 0
     refused_reports: int = 0
     connection_errors: int = 0
+    out_of_memory: int = 0
 
 
 @dataclass(eq=False)
@@ -274,7 +275,7 @@ class Worker:
         self._round_size = self.batch
         self._next_claim = self._pause_until = 0.0
         self._backoff = 0.1
-        self._clock_offset_ms: int | None = None
+        self._oom_backoff = 0.1
         self._threads: HandlerThreads | None = None
         # With one sync handler on a thread of its own (see _serve_on_thread), it and the loop book held jobs,
         # outcomes and tallies under this lock.
@@ -342,7 +343,6 @@ class Worker:
         if not self._async and runner is None:
             self._threads = HandlerThreads(self.handler, self.concurrency, f"emq-{self.queue}",
                                            asyncio.get_running_loop())
-        await self._read_clock(client)
         watcher = asyncio.create_task(self._relay(stop))
         stopped = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat(client, stopped))
@@ -378,15 +378,6 @@ class Worker:
                 await _wait(stop, delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
         return None
-
-    async def _read_clock(self, client: AsyncEchoMQ) -> None:
-        """Learns the server clock's offset, so that an idle worker can sleep until a delayed job is due."""
-        try:
-            server_ms = await client.run(reads.clock(self.queue))
-        except EmqError as error:
-            log.warning("cannot read the server clock yet: %s", error)
-            return
-        self._clock_offset_ms = server_ms - int(time.time() * 1000)
 
     async def _relay(self, stop: asyncio.Event) -> None:
         await stop.wait()
@@ -527,15 +518,15 @@ class Worker:
                 self._backoff = 0.1
                 retry = self._settle_groups(groups, results)
                 self._requeue(retry)
+                pause = self._retry_pause(results[:len(groups)]) if retry else 0.0
                 claimed = None if stopping else self._claimed_here(results[-1])
                 if isinstance(claimed, _Held) and self._closed:
                     # Claimed while the loop handed back what this worker held: hand this one back too.
                     self._held.pop(claimed.job.id)
                     claimed.handed_back = True
-            if retry:
-                stop.wait(0.05)
-            if isinstance(claimed, float):
-                stop.wait(claimed)
+            wait = max(pause, claimed if isinstance(claimed, float) else 0.0)
+            if wait:
+                stop.wait(wait)
             if not isinstance(claimed, _Held):
                 continue
             if claimed.handed_back:
@@ -557,7 +548,6 @@ class Worker:
         if not isinstance(result, list) or not result:
             return max(self._take_claim(result) - time.monotonic(), 0.0)
         job: ClaimedJob = result[0]
-        self._clock_offset_ms = job.lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
         self.stats.claimed += 1
         h = _Held(job, lease_deadline_ms=job.lease_deadline_ms)
         self._held[job.id] = h
@@ -579,6 +569,19 @@ class Worker:
         self.stats.connection_errors += 1
         log.warning("redis unavailable (%s); retrying in %.1f s", error, self._backoff)
         wait, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF_S)
+        return wait
+
+    def _out_of_memory(self) -> float:
+        """Counts a round Redis refused for want of memory; returns how long to back off (seconds).
+
+        Nothing ran: the finished jobs wait in the outbox (their leases kept by the heartbeat, whose
+        extend Redis still runs) and no new job is claimed until a move gets through again.
+        """
+        self.stats.out_of_memory += 1
+        if self._oom_backoff == 0.1:
+            log.warning("redis is out of memory: holding %d outcomes and claiming nothing until it has room",
+                        len(self._outbox))
+        wait, self._oom_backoff = self._oom_backoff, min(self._oom_backoff * 2, MAX_BACKOFF_S)
         return wait
 
     def _round_done(self, rounds: set[asyncio.Task[None]], done: asyncio.Task[None]) -> None:
@@ -605,7 +608,7 @@ class Worker:
         retry = self._settle_groups(groups, results)
         if retry:
             self._requeue(retry)
-            self._pause_until = time.monotonic() + 0.05
+            self._pause_until = time.monotonic() + self._retry_pause(results[:len(groups)])
         if want > 0:
             self._next_claim = self._take_claim(results[-1])
 
@@ -660,9 +663,17 @@ class Worker:
                     retry.append(h)
         return retry
 
+    def _retry_pause(self, results: list[Any]) -> float:
+        """How long to wait before sending again the reports that did not run (seconds)."""
+        if any(isinstance(r, OutOfMemory) or isinstance(r, list) and any(isinstance(a, OutOfMemory) for a in r)
+               for r in results):
+            return self._out_of_memory()
+        return 0.05
+
     def _settle(self, h: _Held, result: Any) -> bool:
-        """Books a report's answer; False when it must be sent again (Redis was not reached)."""
-        if isinstance(result, Unavailable):
+        """Books a report's answer; False when it must be sent again (Redis was not reached, or refused it for
+        want of memory before running it)."""
+        if isinstance(result, (Unavailable, OutOfMemory)):
             return False
         self._held.pop(h.job.id, None)
         if isinstance(result, Refused):
@@ -681,24 +692,27 @@ class Worker:
         """Starts the claimed jobs; returns when the next claim may be sent (monotonic seconds)."""
         now = time.monotonic()
         if isinstance(result, NothingToClaim):
-            return now + self._idle_seconds(getattr(result, "next_due_ms", None))
+            self._oom_backoff = 0.1
+            return now + self._idle_seconds(result)
+        if isinstance(result, OutOfMemory):
+            return now + self._out_of_memory()
         if isinstance(result, Exception):
             self.stats.connection_errors += isinstance(result, Unavailable)
             log.warning("claim failed: %s", result)
             return now + self.poll_ms / 1000
         jobs: list[ClaimedJob] = result
-        if jobs:
-            self._clock_offset_ms = jobs[0].lease_deadline_ms - self.lease_ms - int(time.time() * 1000)
+        self._oom_backoff = 0.1
         for job in jobs:
             self._start(job)
         return now
 
-    def _idle_seconds(self, next_due_ms: int | None) -> float:
+    def _idle_seconds(self, empty: NothingToClaim) -> float:
+        """Until the next claimable job is due by the server's own clock (EMPTY carries both times), at most
+        ``poll_ms``: a job may be enqueued meanwhile. Zero when the claim ran out of budget moving
+        unclaimable jobs out of the way: the next call makes progress again."""
+        wait = empty.wait_ms
         longest = self.poll_ms / 1000
-        if next_due_ms is None or self._clock_offset_ms is None:
-            return longest
-        server_now = int(time.time() * 1000) + self._clock_offset_ms
-        return min(max(next_due_ms - server_now, 1) / 1000, longest)
+        return longest if wait is None else min(wait / 1000, longest)
 
     def _hurry_or_wake(self) -> None:
         # A stop or a hurry wakes both sleeps: the idle one and the back-off after a connection error.
@@ -792,7 +806,8 @@ class Worker:
             holding = [h for h in self._held.values() if not (h.lost or h.handed_back or h.sent)]
         for start in range(0, len(holding), moves.MAX_BATCH):
             chunk = holding[start:start + moves.MAX_BATCH]
-            calls = [moves.extend(self.queue, h.job.id, h.job.token, lease_ms=self.lease_ms) for h in chunk]
+            calls = [moves.extend(self.queue, h.job.id, h.job.token, lease_ms=self.lease_ms, actor=self.actor)
+                     for h in chunk]
             results = await client.run_many(calls)
             with self._lock:
                 for h, result in zip(chunk, results):
@@ -807,7 +822,10 @@ class Worker:
 
     async def _sweep(self, client: AsyncEchoMQ) -> None:
         for _ in range(10):
-            batch = await client.run(moves.recover_expired(self.queue, limit=500, actor=self.actor))
+            try:
+                batch = await client.run(moves.recover_expired(self.queue, limit=500, actor=self.actor))
+            except OutOfMemory:
+                return  # nothing lapses back meanwhile either: every sweep is refused alike
             if batch.moved:
                 log.info("recovered %d lapsed jobs of %s", batch.moved, self.queue)
             if not batch.more:

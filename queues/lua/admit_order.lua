@@ -1,3 +1,4 @@
+#!lua
 --@include common.lua
 -- admit_order: admit an exchange order as an ordinary pending job, at most once
 -- per client order id and per order id. The script is the serialization: no
@@ -11,7 +12,7 @@
 --       4 client_order_id (1..64 characters of A-Z a-z 0-9 . _ : -),
 --       5 order (the job's payload: a JSON object whose "command", "version",
 --         "order_id" and "client_order_id" equal ARGV 1..4),
---       6 max_attempts (integer >= 1), 7 actor
+--       6 max_attempts (1..1000000), 7 actor
 -- Reply: {'ADMITTED', order_id, created_ms}
 --        {'DUPLICATE', existing_order_id, 'client_order_id'}  the client order id was
 --            admitted before (maybe under another order id); nothing was written
@@ -21,10 +22,10 @@
 -- Errors (nothing written): bad keys, unknown command or version, malformed
 -- order_id or client_order_id, an order that is not such a JSON object, bad max_attempts.
 -- Writes, in order: the job hash (state pending, attempts 0, payload, max_attempts,
--- created_at, client_order_id), the index entry, the pending entry (due now) and
--- an 'enqueue' event.
+-- created_at, client_order_id, preview when the order is longer than 256 bytes,
+-- history), the index entry, the pending entry (due now) and an 'enqueue' event.
 local command, version, order_id, client_order_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local order, max_attempts, actor = ARGV[5], to_int(ARGV[6]), ARGV[7] or ''
+local order, actor = ARGV[5], ARGV[7] or ''
 
 local err = check_keys(order_id)
 if err then return err end
@@ -38,7 +39,8 @@ if client_order_id == nil or #client_order_id < 1 or #client_order_id > 64
     or not string.match(client_order_id, '^[%w%._:%-]+$') then
   return bad_arg('client_order_id must be 1..64 characters of A-Z a-z 0-9 . _ : -')
 end
-if max_attempts == nil or max_attempts < 1 then return bad_arg('max_attempts must be an integer >= 1') end
+local max_attempts, bad = int_arg(ARGV[6], 'max_attempts', 1, MAX_TRIES)
+if bad then return bad end
 local ok, decoded = pcall(cjson.decode, order or '')
 if not ok or type(decoded) ~= 'table' then return bad_arg('order must be a JSON object') end
 if decoded.command ~= command or tostring(decoded.version) ~= version
@@ -59,7 +61,9 @@ if redis.call('EXISTS', KEYS[6]) == 1 then return {'DUPLICATE', order_id, 'order
 local now = now_ms()
 redis.call('HSET', KEYS[6], 'state', 'pending', 'attempts', 0, 'payload', order,
   'max_attempts', max_attempts, 'created_at', now, 'client_order_id', client_order_id)
+local preview = preview_of(order)
+if preview then redis.call('HSET', KEYS[6], 'preview', preview) end
 redis.call('HSET', KEYS[7], client_order_id, order_id)
 redis.call('ZADD', KEYS[1], now, order_id)
-emit(KEYS[5], 'enqueue', order_id, '', 'pending', 0, actor, now)
+emit(KEYS[5], 'enqueue', order_id, '', 'pending', 0, actor, now, KEYS[6])
 return {'ADMITTED', order_id, tostring(now)}

@@ -1,3 +1,4 @@
+#!lua
 --@include common.lua
 -- cancel (operator): a pending or active job goes to failed with last_error
 -- 'cancelled'. A worker still holding it is refused at its next extend or
@@ -8,14 +9,17 @@
 --       ('' = any), 4 actor
 -- Reply: {'OK', 'failed', attempts}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | attempts
--- Errors (nothing written): bad keys or expected attempts.
+--        {'REFUSED', 'wrongtype', key, type}
+-- Errors (nothing written): bad keys or expected state.
 --@include operator_args.lua
-local refused, state, attempts = check_seen(KEYS[6], id, {pending = true, active = true}, expect_state, expect_attempts)
+local refused = check_types(1, 2, 4, 5)
 if refused then return refused end
+local refusal, state, attempts = check_seen(KEYS[6], id, {pending = true, active = true}, expect_state, expect_attempts)
+if refusal then return refusal end
 
 local now = now_ms()
 redis.call('ZREM', KEYS[STATE_SET[state]], id)
 redis.call('ZADD', KEYS[4], now, id)
 redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', 'cancelled', 'finished_at', now)
-emit(KEYS[5], 'cancel', id, state, 'failed', attempts, ARGV[4], now)
+emit(KEYS[5], 'cancel', id, state, 'failed', attempts, ARGV[4] or '', now, KEYS[6])
 return {'OK', 'failed', attempts}

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --@include common.lua
 -- check (read): one bounded step of the integrity check. Each job looked at
 -- is judged at one instant, so a job moving while the check runs is never

@@ -1,55 +1,117 @@
+#!lua
 --@include common.lua
 -- claim: move up to `count` due pending jobs, earliest due first, to active
 -- with a lease; each claim increments attempts, which is the fencing token.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
--- ARGV: 1 lease_ms (integer >= 1), 2 claim_id (random, non-empty; stored
---       beside attempts so that a claim lost in a failover cannot hand the
---       same token out twice), 3 worker (actor), 4 count (1..1000)
+-- ARGV: 1 lease_ms (1..86400000), 2 claim_id (1..64 characters 0-9 a-f;
+--       stored beside attempts so that a claim lost in a failover cannot
+--       hand the same token out twice), 3 worker (actor), 4 count (1..1000)
 -- Reply: {'OK', lease_deadline_ms, id1, attempts1, payload1, id2, ...}
---        {'EMPTY', next_due_ms or ''}    nothing is due yet
--- Ids in pending whose hash is missing are removed (cleaned); jobs whose hash
--- disagrees with the set (state not pending, attempts not a number) are left
--- in place for the integrity check and skipped.
+--        {'EMPTY', next_due_ms or '', now_ms}  nothing claimable is due: the
+--            due time of the earliest claimable pending job ('' when there is
+--            none), or now_ms itself when this call's budget ran out before
+--            it could tell (call again: the call made progress)
+--        {'REFUSED', 'wrongtype', key, type}  nothing was written
+-- Ids in pending whose hash is missing are removed. A job that cannot be
+-- claimed (its key is not a hash, its state is not 'pending', its attempts is
+-- not an integer below 99999999999999, or its due time is above that) is
+-- moved out of the way: to failed (score now), with state 'failed',
+-- last_error 'corrupt: <why>' and finished_at when its key is a hash, and an
+-- event and history entry 'corrupt'. So no number of them can keep a due job
+-- behind them from being claimed. Each call looks at no more than
+-- count + 100 ids (claimed, removed or moved out of the way alike).
 -- Errors (nothing written): bad keys, lease_ms, claim_id or count.
-local lease, claim_id, worker, count = to_int(ARGV[1]), ARGV[2], ARGV[3], to_int(ARGV[4])
+local claim_id, worker = ARGV[2], cut_utf8(ARGV[3] or '', MAX_ACTOR_BYTES)
 local err = check_keys(nil)
 if err then return err end
-if lease == nil or lease < 1 then return bad_arg('lease_ms must be an integer >= 1') end
-if claim_id == nil or claim_id == '' then return bad_arg('claim_id is required') end
-if count == nil or count < 1 or count > 1000 then return bad_arg('count must be an integer in 1..1000') end
+local lease, bad = int_arg(ARGV[1], 'lease_ms', 1, MAX_LEASE_MS)
+if bad then return bad end
+if claim_id == nil or not string.match(claim_id, '^[0-9a-f]+$') or #claim_id > 64 then
+  return bad_arg('claim_id must be 1..64 characters 0-9 a-f')
+end
+local count, bad2 = int_arg(ARGV[4], 'count', 1, MAX_BATCH)
+if bad2 then return bad2 end
+local refused = check_types(1, 2, 4, 5)
+if refused then return refused end
 
 local now = now_ms()
 local deadline = now + lease
 local reply = {'OK', tostring(deadline)}
-local got, skipped, looked = 0, 0, 0
--- Bounded: at most count + 100 ids are looked at, however many are stale.
+local got, looked = 0, 0
 local budget = count + 100
-while got < count and looked < budget do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, count - got)
-  if #ids == 0 then break end
-  for _, id in ipairs(ids) do
-    looked = looked + 1
-    local job_key = PREFIX .. 'job:' .. id
-    local f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload')
-    if f[1] == false and f[2] == false and f[3] == false and redis.call('EXISTS', job_key) == 0 then
-      redis.call('ZREM', KEYS[1], id)
-    elseif f[1] ~= 'pending' or (f[2] and to_int(f[2]) == nil) then
-      skipped = skipped + 1
-    else
-      local attempts = (to_int(f[2]) or 0) + 1
-      redis.call('ZREM', KEYS[1], id)
-      redis.call('ZADD', KEYS[2], deadline, id)
-      redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts,
-        'claim_id', claim_id, 'worker', worker, 'claimed_at', now)
-      emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now)
-      reply[#reply + 1] = id
-      reply[#reply + 1] = tostring(attempts)
-      reply[#reply + 1] = f[3] or ''
-      got = got + 1
-    end
+
+-- Why a job cannot be claimed, or nil; its hash fields when it is a hash.
+local function unclaimable(job_key, score)
+  local kind = redis.call('TYPE', job_key).ok
+  if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash', nil end
+  local f = redis.call('HMGET', job_key, 'state', 'attempts')
+  if f[1] ~= 'pending' then
+    return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending', f
+  end
+  local attempts = f[2] and to_int(f[2])
+  if f[2] and (attempts == nil or attempts < 0 or attempts >= MAX_INT) then
+    return 'attempts "' .. cut_utf8(f[2], 64) .. '" is not an integer in 0..' .. (MAX_INT - 1), f
+  end
+  if tonumber(score) > MAX_INT then return 'due time ' .. score .. ' is out of range', f end
+  return nil, f
+end
+
+local function set_aside(id, job_key, why, f)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZADD', KEYS[4], now, id)
+  if f then
+    redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'corrupt: ' .. why, 'finished_at', now)
+    emit(KEYS[5], 'corrupt', id, 'pending', 'failed', f[2] and cut_utf8(f[2], 64) or '', worker, now, job_key)
+  else
+    emit(KEYS[5], 'corrupt', id, 'pending', 'failed', '', worker, now, nil)
   end
 end
+
+-- Walks pending from its head (every id looked at leaves pending, so the
+-- head moves on) and returns the first claimable job's score, '' when there
+-- is none in range, or nil when the budget ran out.
+local function walk(max_score, take)
+  while looked < budget do
+    local want = math.min(budget - looked, take and (count - got) or 1)
+    if take and got >= count then return nil end
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', max_score, 'WITHSCORES', 'LIMIT', 0, want)
+    if #ids == 0 then return '' end
+    for i = 1, #ids, 2 do
+      local id, score = ids[i], ids[i + 1]
+      local job_key = PREFIX .. 'job:' .. id
+      looked = looked + 1
+      if redis.call('EXISTS', job_key) == 0 then
+        redis.call('ZREM', KEYS[1], id)
+      else
+        local why, f = unclaimable(job_key, score)
+        if why then
+          set_aside(id, job_key, why, f)
+        elseif not take then
+          return score
+        else
+          local attempts = (to_int(f[2]) or 0) + 1
+          local payload = redis.call('HGET', job_key, 'payload') or ''
+          redis.call('ZREM', KEYS[1], id)
+          redis.call('ZADD', KEYS[2], deadline, id)
+          redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts,
+            'claim_id', claim_id, 'worker', worker, 'claimed_at', now)
+          emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key)
+          reply[#reply + 1] = id
+          reply[#reply + 1] = tostring(attempts)
+          reply[#reply + 1] = payload
+          got = got + 1
+        end
+      end
+    end
+  end
+  return nil
+end
+
+local due = walk(now, true)
 if got > 0 then return reply end
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {'EMPTY', head[2] or ''}
+if due == nil then return {'EMPTY', tostring(now), tostring(now)} end
+local upcoming = walk('+inf', false)
+if upcoming == nil then return {'EMPTY', tostring(now), tostring(now)} end
+if upcoming ~= '' then upcoming = string.format('%d', math.floor(tonumber(upcoming))) end
+return {'EMPTY', upcoming, tostring(now)}

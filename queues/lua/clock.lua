@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --@include common.lua
 -- clock (read): the time of the server that holds the queue, in ms.
 --

@@ -1,6 +1,6 @@
--- Shared by every EchoMQ script: `--@include common.lua` on a script's first
--- line is replaced by this file's text before the script is loaded, so each
--- script that reaches Redis is self-contained (see PROTOCOL.md, "Scripts").
+-- Shared by every EchoMQ script: the line `--@include common.lua` is replaced
+-- by this file's text before the script is loaded, so each script that
+-- reaches Redis is self-contained (see PROTOCOL.md, "Calling a script").
 
 -- Server time in ms: leases and due times use the Redis clock, never a worker's.
 local function now_ms()
@@ -8,13 +8,94 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The queue's capped event stream: one entry per job move, so followers can
--- resume from the last id they saw.
+-- Integers, in ARGV and in hash fields alike: an optional '-' and 1 to 14
+-- ASCII digits. Lua's tonumber would also take ' 12', '1e3', '0x3', 'inf'
+-- and 'nan'; 14 digits stay exact in a double and print without an exponent
+-- (Lua writes numbers with %.14g), so every integer a script stores reads
+-- back as the same digits.
+local MAX_INT = 99999999999999
+local function to_int(value)
+  if type(value) ~= 'string' or #value > 15 or not string.match(value, '^%-?%d+$') then return nil end
+  if #value == 15 and string.sub(value, 1, 1) ~= '-' then return nil end
+  return tonumber(value)
+end
+
+-- A cut of at most `max_bytes` bytes that never splits a UTF-8 character:
+-- it steps back over at most three continuation bytes (10xxxxxx).
+local function cut_utf8(text, max_bytes)
+  if #text <= max_bytes then return text end
+  local n = max_bytes
+  while n > max_bytes - 3 do
+    local b = string.byte(text, n + 1)
+    if b < 0x80 or b >= 0xC0 then break end
+    n = n - 1
+  end
+  return string.sub(text, 1, n)
+end
+
+local MAX_ACTOR_BYTES = 128
+local MAX_ERROR_BYTES = 4096
+-- Bounds of the arguments, the same in every script and in the Python client.
+local MAX_LEASE_MS = 86400000
+local MAX_DELAY_MS = 315360000000
+local MAX_TRIES = 1000000
+local MAX_BATCH = 1000
+-- A payload longer than this also gets a `preview` field, its first
+-- PREVIEW_BYTES bytes (cut at a character boundary), so that a page shows it
+-- without reading the payload.
+local PREVIEW_BYTES = 256
+local function preview_of(payload)
+  if #payload > PREVIEW_BYTES then return cut_utf8(payload, PREVIEW_BYTES) end
+  return nil
+end
+
+-- Control bytes (0x00-0x1F, 0x7F) and '%' as %XX, so that a history entry
+-- is one line of tab-separated fields whatever an actor or error holds.
+local function escape_field(text)
+  return (string.gsub(text, '[%z\1-\31\127%%]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+
+-- A job's own history: one field of its hash, newline-separated entries
+-- `ts<TAB>move<TAB>to<TAB>attempts<TAB>actor[<TAB>error]`, the newest last,
+-- cut to the newest HISTORY_MAX_ENTRIES entries and HISTORY_MAX_BYTES bytes.
+-- It lives and dies with the job and costs a reader O(its own length),
+-- however busy the queue's event stream is.
+local HISTORY_MAX_ENTRIES = 32
+local HISTORY_MAX_BYTES = 4096
+local HISTORY_ERROR_BYTES = 256
+local function append_history(job_key, ts, move, to, attempts, actor, err)
+  local entry = tostring(ts) .. '\t' .. move .. '\t' .. to .. '\t' .. tostring(attempts) .. '\t' .. escape_field(actor)
+  if err then entry = entry .. '\t' .. escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) end
+  local text = entry
+  -- A history far longer than any script writes was not written by one: it
+  -- is replaced rather than read (a read would cost its whole length).
+  if redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES then
+    local old = redis.call('HGET', job_key, 'history')
+    if old and old ~= '' then text = old .. '\n' .. entry end
+  end
+  local entries = select(2, string.gsub(text, '\n', '\n')) + 1
+  while entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES do
+    local cut = string.find(text, '\n', 1, true)
+    if not cut then break end
+    text = string.sub(text, cut + 1)
+    entries = entries - 1
+  end
+  redis.call('HSET', job_key, 'history', text)
+end
+
+-- Every move appends one entry to the queue's capped event stream (followers
+-- resume from the last id they saw) and, when the job's hash stays, one entry
+-- to the job's history. `job_key` is nil for moves that delete the hash and
+-- for extend (a heartbeat is an event, not history); `err` is the fail
+-- entry's error.
 local EVENTS_MAXLEN = 10000
-local function emit(events_key, move, id, from, to, attempts, actor, ts)
+local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, err)
+  actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
+  attempts = cut_utf8(tostring(attempts), 64)
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
-    'attempts', tostring(attempts), 'actor', actor, 'ts', tostring(ts))
+    'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
+  if job_key then append_history(job_key, ts, move, to, attempts, actor, err) end
 end
 
 local function refuse(reason, state, attempts)
@@ -25,14 +106,36 @@ local function bad_arg(message)
   return redis.error_reply('ERR emq: ' .. message)
 end
 
-local function to_int(value)
-  local n = tonumber(value)
-  if n == nil or n ~= math.floor(n) or n ~= n then return nil end
+-- An integer argument within bounds, or nil and the error to return.
+local function int_arg(value, name, minimum, maximum)
+  local n = to_int(value)
+  if n == nil or n < minimum or n > maximum then
+    return nil, bad_arg(name .. ' must be an integer in ' .. minimum .. '..' .. maximum)
+  end
   return n
 end
 
 -- KEYS[1..4] are the pending, active, done and failed sorted sets.
 local STATE_SET = {pending = 1, active = 2, done = 3, failed = 4}
+
+-- Redis does not roll back a script that errors half-way, and any command on
+-- a key of another type errors. So every script checks the type of each key
+-- it may touch before its first write: a key of another type is refused
+-- whole, as {'REFUSED', 'wrongtype', key, its type}, and nothing is written.
+local KEY_TYPE = {'zset', 'zset', 'zset', 'zset', 'stream', 'hash'}
+local function wrong_type(key, expected)
+  local actual = redis.call('TYPE', key).ok
+  if actual ~= 'none' and actual ~= expected then return {'REFUSED', 'wrongtype', key, actual} end
+  return nil
+end
+-- check_types(1, 5, 6): KEYS[1], KEYS[5] and KEYS[6] hold their type or do not exist.
+local function check_types(...)
+  for _, i in ipairs({...}) do
+    local refused = wrong_type(KEYS[i], KEY_TYPE[i])
+    if refused then return refused end
+  end
+  return nil
+end
 
 -- Fencing: a worker may extend, complete, fail or release a job only while
 -- it is active, in the active set, with the attempts its claim returned, and
@@ -40,10 +143,12 @@ local STATE_SET = {pending = 1, active = 2, done = 3, failed = 4}
 -- that stores only the three core fields is fenced by attempts alone).
 -- Returns nil when the caller holds the lease, else a refusal reply.
 local function check_lease(job_key, active_key, id, token_attempts, claim_id)
-  if redis.call('EXISTS', job_key) == 0 then return refuse('missing') end
+  local kind = redis.call('TYPE', job_key).ok
+  if kind == 'none' then return refuse('missing') end
+  if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   local f = redis.call('HMGET', job_key, 'state', 'attempts', 'claim_id')
   if f[1] ~= 'active' then return refuse('state', f[1], f[2]) end
-  if tonumber(f[2]) ~= token_attempts then return refuse('token', f[1], f[2]) end
+  if to_int(f[2]) ~= token_attempts then return refuse('token', f[1], f[2]) end
   if f[3] and f[3] ~= claim_id then return refuse('token', f[1], f[2]) end
   if not redis.call('ZSCORE', active_key, id) then return refuse('state', f[1], f[2]) end
   return nil
@@ -56,7 +161,9 @@ end
 -- operator can remove a job another writer left inconsistent.
 -- Returns (refusal or nil, state, attempts).
 local function check_seen(job_key, id, allowed, expect_state, expect_attempts)
-  if redis.call('EXISTS', job_key) == 0 then return refuse('missing') end
+  local kind = redis.call('TYPE', job_key).ok
+  if kind == 'none' then return refuse('missing') end
+  if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   local f = redis.call('HMGET', job_key, 'state', 'attempts')
   local state, attempts = f[1] or '', f[2] or ''
   if state ~= expect_state then return refuse('state', state, attempts) end
@@ -74,17 +181,22 @@ end
 -- prefix is declared so that a cluster routes the call to the queue's slot).
 local PREFIX = string.sub(KEYS[5] or '', 1, -7)
 local function check_keys(job_id)
+  if #KEYS < 6 or string.sub(KEYS[5] or '', -7) ~= ':events' then
+    return bad_arg('KEYS must be the queue\'s pending, active, done, failed, events and job key (or prefix)')
+  end
   local names = {'pending', 'active', 'done', 'failed', 'events'}
   for i, name in ipairs(names) do
     if KEYS[i] ~= PREFIX .. name then return bad_arg('KEYS[' .. i .. '] must be ' .. PREFIX .. name) end
   end
+  if job_id == '' then return bad_arg('job id must not be empty') end
   local sixth = job_id and (PREFIX .. 'job:' .. job_id) or PREFIX
   if KEYS[6] ~= sixth then return bad_arg('KEYS[6] must be ' .. sixth) end
   return nil
 end
 
 -- A lapsed lease: back to pending (due now) while attempts remain, else to
--- failed. Used by recover (one job) and recover_expired (a batch).
+-- failed. Used by recover (one job) and recover_expired (a batch); the caller
+-- has checked the job key is a hash and emits the event.
 local function recover_one(job_key, id, attempts, now)
   local max_attempts = to_int(redis.call('HGET', job_key, 'max_attempts')) or 3
   redis.call('ZREM', KEYS[2], id)

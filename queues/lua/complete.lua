@@ -1,3 +1,4 @@
+#!lua
 --@include common.lua
 -- complete: the lease holder finished the job; active -> done.
 --
@@ -5,16 +6,16 @@
 -- ARGV: 1 id, 2 attempts (the fencing token), 3 claim_id, 4 actor
 -- Reply: {'OK', finished_ms}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
+--        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or attempts.
 --@include lease_args.lua
-local actor = ARGV[4]
-
-local refused = check_lease(KEYS[6], KEYS[2], id, token, claim_id)
+local actor = ARGV[4] or ''
+local refused = check_types(2, 3, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)
 if refused then return refused end
 
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], now, id)
 redis.call('HSET', KEYS[6], 'state', 'done', 'finished_at', now)
-emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now)
+emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, KEYS[6])
 return {'OK', tostring(now)}

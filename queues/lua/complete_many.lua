@@ -1,3 +1,4 @@
+#!lua
 --@include common.lua
 -- complete_many: the lease holder finished several jobs; each goes active ->
 -- done exactly as `complete` moves one, and each is fenced on its own: a job
@@ -11,32 +12,38 @@
 --       id, attempts (the fencing token), claim_id
 -- Reply: {finished_ms, then one entry per job, in order:
 --         'OK' | {'REFUSED', reason, state, attempts}}
---        reason: missing | state | token
+--        reason: missing | state | token | wrongtype (then: key, type)
+--        {'REFUSED', 'wrongtype', key, type}  a queue key of another type;
+--            nothing was written
 -- Errors (nothing written): bad keys, a bad job count, attempts or a
 -- repeated id.
-local actor = ARGV[1]
+local actor = ARGV[1] or ''
 local err = check_keys(nil)
 if err then return err end
 local count = (#ARGV - 1) / 3
-if count < 1 or count > 1000 or count ~= math.floor(count) then
+if count < 1 or count > MAX_BATCH or count ~= math.floor(count) then
   return bad_arg('give 1..1000 jobs, each as id, attempts, claim_id')
 end
-local seen = {}
+local seen, tokens = {}, {}
 for i = 0, count - 1 do
-  local id, token = ARGV[2 + 3 * i], to_int(ARGV[3 + 3 * i])
+  local id = ARGV[2 + 3 * i]
   if id == '' then return bad_arg('job id must not be empty') end
-  if token == nil or token < 1 then return bad_arg('attempts must be an integer >= 1') end
+  local token, bad = int_arg(ARGV[3 + 3 * i], 'attempts', 1, MAX_INT)
+  if bad then return bad end
   if seen[id] then return bad_arg('job ' .. id .. ' is given twice') end
   seen[id] = true
+  tokens[i] = token
 end
+local refused = check_types(2, 3, 5)
+if refused then return refused end
 
 local reply = {}
 local ok = {}
 for i = 0, count - 1 do
-  local id, token, claim_id = ARGV[2 + 3 * i], to_int(ARGV[3 + 3 * i]), ARGV[4 + 3 * i]
-  local refused = check_lease(PREFIX .. 'job:' .. id, KEYS[2], id, token, claim_id)
-  reply[i + 2] = refused or 'OK'
-  if not refused then ok[#ok + 1] = i end
+  local id = ARGV[2 + 3 * i]
+  local refusal = check_lease(PREFIX .. 'job:' .. id, KEYS[2], id, tokens[i], ARGV[4 + 3 * i])
+  reply[i + 2] = refusal or 'OK'
+  if not refusal then ok[#ok + 1] = i end
 end
 
 local now = now_ms()
@@ -45,11 +52,12 @@ if #ok == 0 then return reply end
 local ids, scored = {}, {}
 for _, i in ipairs(ok) do
   local id = ARGV[2 + 3 * i]
+  local job_key = PREFIX .. 'job:' .. id
   ids[#ids + 1] = id
   scored[#scored + 1] = now
   scored[#scored + 1] = id
-  redis.call('HSET', PREFIX .. 'job:' .. id, 'state', 'done', 'finished_at', now)
-  emit(KEYS[5], 'complete', id, 'active', 'done', to_int(ARGV[3 + 3 * i]), actor, now)
+  redis.call('HSET', job_key, 'state', 'done', 'finished_at', now)
+  emit(KEYS[5], 'complete', id, 'active', 'done', tokens[i], actor, now, job_key)
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 redis.call('ZADD', KEYS[3], unpack(scored))

@@ -1,20 +1,28 @@
+#!lua
 --@include common.lua
 -- enqueue: add a new job, due now or after a delay.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
--- ARGV: 1 id, 2 payload, 3 delay_ms (integer >= 0), 4 max_attempts (integer >= 1),
+-- ARGV: 1 id, 2 payload, 3 delay_ms (0..315360000000), 4 max_attempts (1..1000000),
 --       5 actor
 -- Reply: {'OK', due_ms}
 --        {'DUPLICATE', state, attempts}   the id exists; nothing was written,
 --                                         so a retried enqueue is idempotent
--- Errors (nothing written): bad keys, bad delay_ms or max_attempts.
-local id, payload, actor = ARGV[1], ARGV[2], ARGV[5]
-local delay, max_attempts = to_int(ARGV[3]), to_int(ARGV[4])
+--        {'REFUSED', 'wrongtype', key, type}  nothing was written
+-- Errors (nothing written): bad keys, delay_ms, max_attempts or payload.
+-- Writes: the hash (state pending, attempts 0, payload, max_attempts,
+-- created_at, preview when the payload is longer than 256 bytes, history),
+-- the pending entry and an 'enqueue' event.
+local id, payload, actor = ARGV[1], ARGV[2], ARGV[5] or ''
 local err = check_keys(id)
 if err then return err end
-if delay == nil or delay < 0 then return bad_arg('delay_ms must be an integer >= 0') end
-if max_attempts == nil or max_attempts < 1 then return bad_arg('max_attempts must be an integer >= 1') end
+local delay, bad = int_arg(ARGV[3], 'delay_ms', 0, MAX_DELAY_MS)
+if bad then return bad end
+local max_attempts, bad2 = int_arg(ARGV[4], 'max_attempts', 1, MAX_TRIES)
+if bad2 then return bad2 end
 if payload == nil then return bad_arg('payload is required') end
+local refused = check_types(1, 5, 6)
+if refused then return refused end
 
 if redis.call('EXISTS', KEYS[6]) == 1 then
   local f = redis.call('HMGET', KEYS[6], 'state', 'attempts')
@@ -23,8 +31,10 @@ end
 
 local now = now_ms()
 local due = now + delay
+local preview = preview_of(payload)
 redis.call('HSET', KEYS[6], 'state', 'pending', 'attempts', 0, 'payload', payload,
   'max_attempts', max_attempts, 'created_at', now)
+if preview then redis.call('HSET', KEYS[6], 'preview', preview) end
 redis.call('ZADD', KEYS[1], due, id)
-emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now)
+emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, KEYS[6])
 return {'OK', tostring(due)}

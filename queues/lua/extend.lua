@@ -1,20 +1,28 @@
+#!lua flags=allow-oom
 --@include common.lua
 -- extend: the lease holder's heartbeat; pushes the lease deadline to now + lease_ms.
 -- A refused extend means the worker no longer holds the job and must stop.
--- A heartbeat changes no state, so it appends no event.
+-- It appends an 'extend' event (so pages follow the new deadline live) but no
+-- history entry (heartbeats would crowd out the moves). It is the one move
+-- flagged allow-oom: its writes replace a score and add a capped stream
+-- entry, and a lease must not lapse only because Redis is out of memory
+-- while the moves that would complete the job are refused.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
 -- ARGV: 1 id, 2 attempts (the fencing token), 3 claim_id, 4 lease_ms
+--       (1..86400000), 5 actor (optional)
 -- Reply: {'OK', lease_deadline_ms}
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
+--        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys, attempts or lease_ms.
 --@include lease_args.lua
-local lease = to_int(ARGV[4])
-if lease == nil or lease < 1 then return bad_arg('lease_ms must be an integer >= 1') end
-
-local refused = check_lease(KEYS[6], KEYS[2], id, token, claim_id)
+local lease, bad = int_arg(ARGV[4], 'lease_ms', 1, MAX_LEASE_MS)
+if bad then return bad end
+local refused = check_types(2, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)
 if refused then return refused end
 
-local deadline = now_ms() + lease
+local now = now_ms()
+local deadline = now + lease
 redis.call('ZADD', KEYS[2], deadline, id)
+emit(KEYS[5], 'extend', id, 'active', 'active', token, ARGV[5] or '', now, nil)
 return {'OK', tostring(deadline)}

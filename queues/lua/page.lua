@@ -1,26 +1,54 @@
+#!lua flags=no-writes
 --@include common.lua
--- page (read): one page of a state's jobs with their fields, O(log N + page).
+-- page (read): one page of a state's jobs with their fields, O(log N + page),
+-- and bounded in bytes: no row reads a field value longer than 1024 bytes
+-- (4096 for last_error). A row shows the payload when it is at most 1024
+-- bytes long, else its `preview` field, else only its length (HSTRLEN, O(1)):
+-- the payload of a large job is never read.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
 -- ARGV: 1 state, 2 order ('asc' | 'desc' by score), 3 mode:
---         'offset'  ARGV[4] = offset (rank in this order)
+--         'offset'  ARGV[4] = offset (rank in this order, 0..99999999999999)
 --         'after'   ARGV[4] = cursor score, ARGV[5] = cursor id: the page that
 --                   follows that entry (stable while jobs flow: it does not
 --                   shift when entries before it come or go)
 --         'before'  same cursor: the page that precedes that entry
 --       6 limit (1..500), 7 payload head bytes (0..4096)
--- Reply: {now_ms, total, start_rank, has_more, then per job 8 values:
+-- Reply: {now_ms, total, start_rank, has_more (0 | 1), then per job 10 values:
 --         id, score, state, attempts, payload head, payload length,
---         last_error head, exists (1 | 0)}
+--         last_error head (at most 200 bytes), last_error length,
+--         key type ('hash', 'none' when the id's hash is missing, or another
+--         Redis type), head source ('payload' | 'preview' | 'none')}
+--        {'REFUSED', 'wrongtype', key, type}  the state's set is not a sorted set
+-- Field values longer than their bound come back as '' (their lengths are
+-- given for the payload and last_error). Integers are replies of type
+-- integer; everything else is a bulk string (a score as Redis prints it).
 local err = check_keys(nil)
 if err then return err end
 local state, order, mode = ARGV[1], ARGV[2], ARGV[3]
-local limit, head = to_int(ARGV[6]), to_int(ARGV[7])
-local set = KEYS[STATE_SET[state] or 0]
-if set == nil then return bad_arg('state must be pending, active, done or failed') end
+local set_index = STATE_SET[state or '']
+if set_index == nil then return bad_arg('state must be pending, active, done or failed') end
+local set = KEYS[set_index]
 if order ~= 'asc' and order ~= 'desc' then return bad_arg('order must be asc or desc') end
-if limit == nil or limit < 1 or limit > 500 then return bad_arg('limit must be an integer in 1..500') end
-if head == nil or head < 0 or head > 4096 then return bad_arg('payload head must be in 0..4096') end
+local limit, bad = int_arg(ARGV[6], 'limit', 1, 500)
+if bad then return bad end
+local head, bad2 = int_arg(ARGV[7], 'payload head', 0, 4096)
+if bad2 then return bad2 end
+local start, skip_through
+if mode == 'offset' then
+  local bad3
+  start, bad3 = int_arg(ARGV[4], 'offset', 0, MAX_INT)
+  if bad3 then return bad3 end
+elseif mode == 'after' or mode == 'before' then
+  local id = ARGV[5]
+  if not string.match(ARGV[4] or '', '^%-?%d+$') and not string.match(ARGV[4] or '', '^[+-]?inf$') or id == nil or id == '' then
+    return bad_arg('a cursor needs a score (an integer, inf or -inf) and an id')
+  end
+else
+  return bad_arg('mode must be offset, after or before')
+end
+local refused = check_types(set_index)
+if refused then return refused end
 
 local asc = order == 'asc'
 local function range(a, b)
@@ -38,14 +66,8 @@ local function count_before(score)
 end
 
 local total = redis.call('ZCARD', set)
-local start
-local skip_through = nil
-if mode == 'offset' then
-  start = to_int(ARGV[4])
-  if start == nil or start < 0 then return bad_arg('offset must be an integer >= 0') end
-elseif mode == 'after' or mode == 'before' then
+if mode ~= 'offset' then
   local score, id = tonumber(ARGV[4]), ARGV[5]
-  if score == nil or id == nil or id == '' then return bad_arg('a cursor needs a score and an id') end
   local current = redis.call('ZSCORE', set, id)
   local rank
   if current and tonumber(current) == score then
@@ -54,13 +76,42 @@ elseif mode == 'after' or mode == 'before' then
     -- The cursor's job has moved on: start at its score; for 'after', skip
     -- entries of the same score that sort up to its id.
     rank = count_before(ARGV[4])
-    if mode == 'after' then skip_through = {score, id} end
-    if mode == 'after' then rank = rank - 1 end
+    if mode == 'after' then
+      skip_through = {score, id}
+      rank = rank - 1
+    end
   end
   if mode == 'after' then start = rank + 1 else start = math.max(rank - limit, 0) end
   if mode == 'before' then limit = math.min(limit, rank) end
-else
-  return bad_arg('mode must be offset, after or before')
+end
+
+local SMALL = 1024
+local ERROR_READ = 4096
+local ERROR_HEAD = 200
+-- What a row shows of a job's hash, reading no value longer than its bound.
+local function row_of(job_key)
+  local kind = redis.call('TYPE', job_key).ok
+  if kind ~= 'hash' then return {'', '', '', 0, '', 0, kind, 'none'} end
+  local names = {'state', 'attempts', 'last_error', 'payload', 'preview'}
+  local bounds = {SMALL, SMALL, ERROR_READ, SMALL, SMALL}
+  local lengths, wanted = {}, {}
+  for i, name in ipairs(names) do
+    lengths[name] = redis.call('HSTRLEN', job_key, name)
+    if lengths[name] <= bounds[i] then wanted[#wanted + 1] = name end
+  end
+  local values = {}
+  if #wanted > 0 then
+    local got = redis.call('HMGET', job_key, unpack(wanted))
+    for i, name in ipairs(wanted) do values[name] = got[i] end
+  end
+  local shown, source = '', 'none'
+  if values.payload then
+    shown, source = values.payload, 'payload'
+  elseif values.preview and lengths.preview > 0 then
+    shown, source = values.preview, 'preview'
+  end
+  return {values.state or '', values.attempts or '', cut_utf8(shown, head), lengths.payload,
+          cut_utf8(values.last_error or '', ERROR_HEAD), lengths.last_error, kind, source}
 end
 
 local reply = {now_ms(), total, start, 0}
@@ -77,18 +128,9 @@ while taken < limit and looked < limit + 1000 do
       skip = (asc and id <= skip_through[2]) or ((not asc) and id >= skip_through[2])
     end
     if not skip and taken < limit then
-      local job_key = PREFIX .. 'job:' .. id
-      local f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload', 'last_error')
-      local exists = (f[1] or f[2] or f[3]) and 1 or redis.call('EXISTS', job_key)
-      local payload = f[3] or ''
       reply[#reply + 1] = id
       reply[#reply + 1] = score
-      reply[#reply + 1] = f[1] or ''
-      reply[#reply + 1] = f[2] or ''
-      reply[#reply + 1] = string.sub(payload, 1, head)
-      reply[#reply + 1] = #payload
-      reply[#reply + 1] = string.sub(f[4] or '', 1, 200)
-      reply[#reply + 1] = exists
+      for _, value in ipairs(row_of(PREFIX .. 'job:' .. id)) do reply[#reply + 1] = value end
       taken = taken + 1
     end
   end

@@ -1,3 +1,4 @@
+#!lua
 --@include common.lua
 -- promote (operator): a delayed pending job becomes due now.
 --
@@ -7,13 +8,16 @@
 -- Reply: {'OK', 'pending', attempts}
 --        {'REFUSED', reason, state, attempts}
 --        reason: missing | state | attempts | not_delayed (already due)
--- Errors (nothing written): bad keys or expected attempts.
+--        {'REFUSED', 'wrongtype', key, type}
+-- Errors (nothing written): bad keys or expected state.
 --@include operator_args.lua
-local refused, state, attempts = check_seen(KEYS[6], id, {pending = true}, expect_state, expect_attempts)
+local refused = check_types(1, 5)
 if refused then return refused end
+local refusal, state, attempts = check_seen(KEYS[6], id, {pending = true}, expect_state, expect_attempts)
+if refusal then return refusal end
 local now = now_ms()
 if tonumber(redis.call('ZSCORE', KEYS[1], id)) <= now then return refuse('not_delayed', state, attempts) end
 
 redis.call('ZADD', KEYS[1], now, id)
-emit(KEYS[5], 'promote', id, 'pending', 'pending', attempts, ARGV[4], now)
+emit(KEYS[5], 'promote', id, 'pending', 'pending', attempts, ARGV[4] or '', now, KEYS[6])
 return {'OK', 'pending', attempts}

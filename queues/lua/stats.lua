@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --@include common.lua
 -- stats (read): one consistent snapshot of a queue's counts.
 --
@@ -6,8 +7,11 @@
 --         lapsed (active with lease deadline < now), oldest_due_ms or '',
 --         next_due_ms or '' (earliest pending job not yet due),
 --         last_event_id or ''}
+--        {'REFUSED', 'wrongtype', key, type}  a queue key of another type
 local err = check_keys(nil)
 if err then return err end
+local refused = check_types(1, 2, 3, 4, 5)
+if refused then return refused end
 local now = now_ms()
 local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
 local next_due = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

@@ -55,17 +55,115 @@ def test_claim_skips_and_cleans_ids_whose_hash_is_missing(mq: EchoMQ) -> None:
     assert mq.redis.zscore(keys.pending, "ghost") is None
 
 
-def test_claim_leaves_a_job_whose_hash_disagrees_for_the_integrity_check(mq: EchoMQ) -> None:
+def test_a_job_whose_hash_disagrees_is_moved_to_failed_as_corrupt_and_the_job_behind_it_is_claimed(mq: EchoMQ) -> None:
     keys = QueueKeys("q")
-    mq.redis.hset(keys.job("odd"), mapping={"state": "done", "attempts": "1", "payload": "x"})
+    mq.redis.hset(keys.job("odd"), mapping={"state": "done ", "attempts": "1", "payload": "x"})
+    mq.redis.zadd(keys.pending, {"odd": 0})
+    mq.enqueue("q", "real", job_id="real")
+
+    [job] = mq.claim("q")
+
+    odd = mq.job("q", "odd")
+    assert job.id == "real"
+    assert (odd.state, set(odd.scores)) == ("failed", {"failed"})
+    assert odd.text("last_error") == 'corrupt: state "done " in pending'
+    assert [(e.move, e.source, e.target) for e in mq.events("q") if e.job_id == "odd"] == [
+        ("corrupt", "pending", "failed")]
+
+
+@pytest.mark.parametrize("fields", [{"state": "pending", "attempts": "x"}, {"state": "pending", "attempts": "1e3"},
+                                    {"state": "pending", "attempts": "99999999999999"}, {"attempts": "1"}])
+def test_a_job_that_cannot_be_claimed_is_set_aside_with_the_reason(mq: EchoMQ, fields: dict[str, str]) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("odd"), mapping={**fields, "payload": "x"})
+    mq.redis.zadd(keys.pending, {"odd": 0})
+
+    with pytest.raises(NothingToClaim):
+        mq.claim("q")
+
+    odd = mq.job("q", "odd")
+    assert odd.state == "failed" and odd.text("last_error").startswith("corrupt: ")
+    assert odd.attempts == fields.get("attempts", "")  # the evidence stays as it was
+
+
+def test_a_job_key_of_another_type_is_moved_out_of_pending_without_touching_the_key(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.set(keys.job("odd"), "not a hash")
     mq.redis.zadd(keys.pending, {"odd": 0})
     mq.enqueue("q", "real", job_id="real")
 
     [job] = mq.claim("q")
 
     assert job.id == "real"
-    assert mq.redis.zscore(keys.pending, "odd") == 0
-    assert mq.job("q", "odd").state == "done"
+    assert mq.redis.get(keys.job("odd")) == b"not a hash"
+    assert mq.redis.zscore(keys.failed, "odd") is not None and mq.redis.zscore(keys.pending, "odd") is None
+    assert mq.job("q", "odd").key_type == "string"
+
+
+def test_any_number_of_unclaimable_jobs_at_the_head_cannot_keep_a_due_job_from_being_claimed(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    pipe = mq.redis.pipeline()
+    for n in range(150):
+        pipe.hset(keys.job(f"bad{n}"), mapping={"state": "done ", "attempts": "1", "payload": "x"})
+        pipe.zadd(keys.pending, {f"bad{n}": n})
+    for n in range(10):
+        pipe.hset(keys.job(f"odd{n}"), mapping={"state": "pending", "attempts": "x", "payload": "x"})
+        pipe.zadd(keys.pending, {f"odd{n}": 200 + n})
+    pipe.execute()
+    good = mq.enqueue_many("q", [f"g{n}" for n in range(10)])
+
+    calls, claimed, empties = 0, [], []
+    while len(claimed) < 10 and calls < 20:
+        calls += 1
+        try:
+            claimed += mq.claim("q", count=10)
+        except NothingToClaim as empty:
+            empties.append(empty)
+
+    # Each call moves up to count + 100 ids out of the way; an EMPTY that ran out of budget says "now".
+    assert sorted(j.id for j in claimed) == sorted(good) and calls == 2
+    assert [(e.next_due_ms == e.now_ms) for e in empties] == [True]
+    assert mq.stats("q").counts == {"pending": 0, "active": 10, "done": 0, "failed": 160}
+
+
+def test_empty_carries_the_next_claimable_due_time_and_the_server_now(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    later = mq.enqueue("q", "later", delay_ms=60_000)
+    due = mq.job("q", later).scores["pending"]
+    mq.redis.hset(keys.job("odd"), mapping={"state": "active", "attempts": "1", "payload": "x"})
+    mq.redis.zadd(keys.pending, {"odd": due - 30_000})  # unclaimable, and due before the good one
+
+    with pytest.raises(NothingToClaim) as caught:
+        mq.claim("q")
+
+    now = mq.server_time_ms("q")
+    assert caught.value.next_due_ms == due
+    assert now - 5_000 < caught.value.now_ms <= now  # type: ignore[operator]
+    assert mq.job("q", "odd").state == "failed"
+
+
+def test_a_queue_holding_only_unclaimable_jobs_becomes_an_empty_one(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    for n in range(3):
+        mq.redis.hset(keys.job(f"bad{n}"), mapping={"state": "done", "attempts": "1", "payload": "x"})
+        mq.redis.zadd(keys.pending, {f"bad{n}": n})
+
+    for _ in range(2):
+        with pytest.raises(NothingToClaim) as caught:
+            mq.claim("q")
+        assert caught.value.next_due_ms is None and caught.value.wait_ms is None
+
+
+def test_a_pending_job_due_at_infinity_is_set_aside_rather_than_reported_as_next(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("never"), mapping={"state": "pending", "attempts": "0", "payload": "x"})
+    mq.redis.zadd(keys.pending, {"never": float("inf")})
+
+    with pytest.raises(NothingToClaim) as caught:
+        mq.claim("q")
+
+    assert caught.value.next_due_ms is None
+    assert mq.job("q", "never").text("last_error") == "corrupt: due time inf is out of range"
 
 
 def test_a_job_written_by_another_runtime_with_only_the_core_fields_is_claimed(mq: EchoMQ) -> None:
@@ -79,7 +177,8 @@ def test_a_job_written_by_another_runtime_with_only_the_core_fields_is_claimed(m
     assert mq.job("q", "bare").state == "done"
 
 
-@pytest.mark.parametrize("kwargs", [{"lease_ms": 0}, {"lease_ms": "soon"}, {"count": 0}, {"count": 1001}])
+@pytest.mark.parametrize("kwargs", [{"lease_ms": 0}, {"lease_ms": "soon"}, {"lease_ms": "inf"}, {"lease_ms": "1e3"},
+                                    {"lease_ms": " 5"}, {"count": 0}, {"count": 1001}])
 def test_bad_claim_arguments_are_refused_before_anything_moves(mq: EchoMQ, kwargs: dict[str, object]) -> None:
     mq.enqueue("q", "x", job_id="a")
 

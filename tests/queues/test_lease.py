@@ -117,3 +117,60 @@ def test_malformed_tokens_are_refused_as_bad_input(mq: EchoMQ, token: object) ->
         mq.complete("q", "a", token)
 
     assert mq.job("q", "a").state == "active"
+
+
+def test_a_failure_at_attempt_1025_without_backoff_goes_back_to_pending_due_now(mq: EchoMQ) -> None:
+    from queues import QueueKeys
+
+    mq.enqueue("q", "x", job_id="a", max_attempts=1_000_000)
+    mq.redis.hset(QueueKeys("q").job("a"), "attempts", 1024)
+    [job] = mq.claim("q")
+
+    assert job.attempts == 1025 and mq.fail("q", "a", job.token, error="again", backoff_ms=0) == "pending"
+    view = mq.job("q", "a")
+    assert view.state == "pending" and view.scores["pending"] <= view.now_ms
+
+
+def test_a_long_backoff_at_a_high_attempt_is_capped_at_an_hour(mq: EchoMQ) -> None:
+    from queues import QueueKeys
+
+    mq.enqueue("q", "x", job_id="a", max_attempts=1_000_000)
+    mq.redis.hset(QueueKeys("q").job("a"), "attempts", 5000)
+    [job] = mq.claim("q")
+    mq.fail("q", "a", job.token, error="again", backoff_ms=86_400_000)
+
+    view = mq.job("q", "a")
+    assert view.scores["pending"] - view.now_ms <= 3_600_000
+
+
+def test_the_script_cuts_last_error_at_a_character_boundary_to_4096_bytes(mq: EchoMQ) -> None:
+    from queues import QueueKeys
+    from queues.moves import Call
+
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    error = ("x" + "é" * 3000).encode()  # 6001 bytes; byte 4096 is inside a character
+    mq.run(Call("fail", QueueKeys("q").script_keys("a"), ["a", job.attempts, job.claim_id, error, 0, "w"],
+                lambda r: r))
+
+    kept = mq.redis.hget(QueueKeys("q").job("a"), "last_error")
+    assert len(kept) == 4095 and kept.decode() == ("x" + "é" * 2047)
+
+
+def test_the_client_cuts_an_error_at_a_character_boundary_too(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    mq.fail("q", "a", job.token, error="é" * 3000)
+
+    assert mq.job("q", "a").text("last_error") == "é" * 2048
+
+
+def test_a_heartbeat_is_an_event_so_pages_follow_the_new_deadline(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    mq.extend("q", "a", job.token, lease_ms=90_000)
+
+    [event] = mq.events("q", count=1)
+    assert (event.move, event.job_id, event.source, event.target, event.attempts, event.actor) == (
+        "extend", "a", "active", "active", "1", "test")
+    assert [e.move for e in mq.job_events("q", "a")] == ["claim", "enqueue"]

@@ -79,3 +79,51 @@ def test_bad_page_requests_are_refused(mq: EchoMQ, where: dict[str, object]) -> 
 def test_a_bad_state_is_refused(mq: EchoMQ) -> None:
     with pytest.raises(InvalidInput):
         mq.page("q", "sleeping")
+
+
+def test_a_large_payload_shows_its_preview_and_length_without_being_read(mq: EchoMQ) -> None:
+    big = ('{"text": "' + "é" * 200_000 + '"}').encode()
+    mq.enqueue("q", big, job_id="big")
+    mq.enqueue("q", "small", job_id="small")
+
+    rows = {r.id: r for r in mq.page("q", "pending", payload_head=4096).rows}
+
+    assert rows["big"].payload_source == "preview" and rows["big"].payload_length == len(big)
+    assert big.startswith(rows["big"].payload_head) and len(rows["big"].payload_head) <= 256
+    rows["big"].payload_head.decode()  # cut at a character boundary
+    assert (rows["small"].payload_source, rows["small"].payload_head) == ("payload", b"small")
+
+
+def test_a_large_payload_written_without_a_preview_shows_its_length_only(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("foreign"), mapping={"state": "pending", "attempts": "0", "payload": "x" * 5000,
+                                                "last_error": "e" * 10_000})
+    mq.redis.zadd(keys.pending, {"foreign": 1})
+
+    [row] = mq.page("q", "pending").rows
+
+    assert (row.payload_source, row.payload_head, row.payload_length) == ("none", b"", 5000)
+    assert (row.last_error, row.last_error_length) == ("", 10_000)
+
+
+def test_a_row_whose_key_is_not_a_hash_says_so_and_the_page_still_answers(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.set(keys.job("odd"), "text")
+    mq.redis.zadd(keys.pending, {"odd": 1, "gone": 2})
+    mq.enqueue("q", "fine", job_id="fine")
+
+    rows = {r.id: r for r in mq.page("q", "pending").rows}
+
+    assert (rows["odd"].key_type, rows["odd"].exists, rows["odd"].state) == ("string", True, "")
+    assert (rows["gone"].key_type, rows["gone"].exists) == ("none", False)
+    assert rows["fine"].state == "pending"
+
+
+def test_a_score_of_infinity_pages_as_the_largest_integer(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("never"), mapping={"state": "done", "attempts": "1", "payload": "x"})
+    mq.redis.zadd(keys.done, {"never": float("inf")})
+
+    [row] = mq.page("q", "done").rows
+
+    assert row.score == 10**15

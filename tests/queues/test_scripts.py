@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import redis
 
@@ -90,3 +92,43 @@ def _snapshot(mq: EchoMQ) -> dict[bytes, object]:
         else:
             out[key] = kind
     return out
+
+
+def test_each_script_declares_its_flags_on_its_first_line() -> None:
+    from queues.scripts import READS
+
+    first = {name: script(name).source.split("\n", 1)[0] for name in (*MOVES, *READS)}
+
+    assert {name for name, line in first.items() if line == "#!lua flags=no-writes"} == set(READS)
+    assert first["extend"] == "#!lua flags=allow-oom"
+    assert {name for name, line in first.items() if line == "#!lua"} == set(MOVES) - {"extend"}
+
+
+def test_includes_are_expanded_in_place_and_leave_no_directive() -> None:
+    source = script("complete").source
+
+    assert not re.search(r"^--@include", source, re.MULTILINE) and source.count("#!lua") == 1
+    assert "local function check_lease" in source and "local id, claim_id = ARGV[1]" in source
+
+
+def test_reads_run_on_a_read_only_replica_and_moves_are_refused_there(redis_server) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.redis_servers import RedisServer
+
+    primary = RedisServer().start()
+    replica = RedisServer(extra_args=["--replicaof", "127.0.0.1", str(primary.port)]).start()
+    try:
+        writer = EchoMQ.from_url(primary.url, actor="test")
+        writer.enqueue("q", "x", job_id="a")
+        writer.redis.execute_command("WAIT", 1, 5000)
+        reader = EchoMQ.from_url(replica.url, actor="test")
+
+        assert reader.stats("q").counts["pending"] == 1 and reader.job("q", "a").state == "pending"
+        assert [r.id for r in reader.page("q", "pending").rows] == ["a"]
+        with pytest.raises(Exception, match="READONLY|safe to send again"):
+            reader.claim("q")
+        assert writer.job("q", "a").state == "pending"
+        writer.close()
+        reader.close()
+    finally:
+        replica.cleanup()
+        primary.cleanup()

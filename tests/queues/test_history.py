@@ -1,0 +1,98 @@
+"""A job's history lives in its own hash: as long as the job, O(its own length), whatever the queue does."""
+
+from __future__ import annotations
+
+from queues import EchoMQ, QueueKeys
+from queues.moves import Call
+
+
+def test_every_move_appends_to_the_jobs_own_history_in_order(any_mq: EchoMQ) -> None:
+    any_mq.enqueue("q", "x", job_id="a", max_attempts=2)
+    [job] = any_mq.claim("q")
+    any_mq.fail("q", "a", job.token, error="first try broke", backoff_ms=0)
+    [job] = any_mq.claim("q")
+    any_mq.extend("q", "a", job.token)
+    any_mq.fail("q", "a", job.token, error="second try broke", backoff_ms=0)
+    any_mq.retry("q", "a")
+
+    history = list(reversed(any_mq.job_events("q", "a")))
+
+    assert [(e.move, e.source, e.target, e.attempts) for e in history] == [
+        ("enqueue", "", "pending", "0"), ("claim", "pending", "active", "1"), ("fail", "active", "pending", "1"),
+        ("claim", "pending", "active", "2"), ("fail", "active", "failed", "2"), ("retry", "failed", "pending", "2")]
+    assert [e.error for e in history if e.move == "fail"] == ["first try broke", "second try broke"]
+    assert {e.actor for e in history} == {"test"}
+    assert all(e.ts_ms > 0 for e in history)
+
+
+def test_a_history_outlives_any_number_of_moves_of_other_jobs(mq: EchoMQ) -> None:
+    mq.enqueue("q", "old", job_id="old")
+    for start in range(0, 12_000, 1000):
+        mq.enqueue_many("q", ["x"] * 1000)
+
+    assert mq.redis.xlen(QueueKeys("q").events) < 12_000  # the stream lost the old job's event
+    assert [e.move for e in mq.job_events("q", "old")] == ["enqueue"]
+
+
+def test_the_history_keeps_the_newest_entries_within_its_caps(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a", max_attempts=100)
+    for n in range(40):
+        [job] = mq.claim("q")
+        mq.fail("q", "a", job.token, error=f"attempt {n + 1}: " + "é" * 300, backoff_ms=0)
+
+    raw = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    history = mq.job_events("q", "a")
+
+    assert len(raw) <= 4096 and len(history) <= 32
+    assert history[0].move == "fail" and history[0].error.startswith("attempt 40: ")
+    # Each fail entry keeps that attempt's error, cut at a character boundary to 256 bytes.
+    assert all(len(e.error.encode()) <= 256 and "\ufffd" not in e.error for e in history if e.move == "fail")
+
+
+def test_control_characters_in_an_actor_or_error_cannot_forge_an_entry(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    mq.fail("q", "a", job.token, error="boom\n1\tcomplete\tdone\t9\tforged %41", backoff_ms=0)
+
+    history = mq.job_events("q", "a")
+
+    assert [e.move for e in history] == ["fail", "claim", "enqueue"]
+    assert history[0].error == "boom\n1\tcomplete\tdone\t9\tforged %41"
+
+
+def test_the_history_is_deleted_with_the_job(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a")
+    mq.delete("q", "a", expect_state="pending")
+
+    assert mq.job_events("q", "a") == []
+    assert mq.redis.exists(QueueKeys("q").job("a")) == 0
+
+
+def test_a_history_written_by_another_runtime_that_does_not_parse_is_shown_not_hidden(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("a"), mapping={"state": "pending", "attempts": "0", "payload": "x",
+                                          "history": "garbage line"})
+    mq.redis.zadd(keys.pending, {"a": 0})
+
+    mq.claim("q")
+
+    assert [(e.move, e.error) for e in mq.job_events("q", "a")] == [("claim", ""), ("?", "garbage line")]
+
+
+def test_a_huge_foreign_history_is_replaced_rather_than_read(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("a"), mapping={"state": "pending", "attempts": "0", "payload": "x",
+                                          "history": "x" * 100_000})
+    mq.redis.zadd(keys.pending, {"a": 0})
+
+    mq.claim("q")
+
+    assert [e.move for e in mq.job_events("q", "a")] == ["claim"]
+
+
+def test_the_history_read_of_a_key_of_another_type_answers_empty(mq: EchoMQ) -> None:
+    mq.redis.set(QueueKeys("q").job("a"), "text")
+
+    reply = mq.run(Call("history", QueueKeys("q").script_keys("a"), ["a"], lambda r: r))
+
+    assert reply[1:] == [b"string", 0, b""]

@@ -1,13 +1,21 @@
-"""``emq``: the EchoMQ command line. One line of output per result.
+r"""``emq``: the EchoMQ command line. One line of output per result.
 
 Exit codes: 0 done, 2 bad input, 3 nothing to claim, 4 refused (stale token,
-job moved on), 1 anything else (Redis unreachable included).
+job moved on), 5 not replicated, 6 out of memory (nothing written), 1 anything
+else (Redis unreachable included).
+
+Everything printed from the keyspace (ids, actors, errors, payload text) is
+written so that it cannot act on the terminal: control characters, bidi
+controls and other invisible ones are shown as escapes (``\x1b``, ``\u202e``),
+a backslash as ``\\`` and a byte that is not UTF-8 as ``\xNN``. JSON output
+keeps the exact text, with the same characters written as JSON ``\u`` escapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -28,8 +36,34 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# C0 and C1 controls, DEL, the bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the
+# other invisible format characters (soft hyphen, zero-width spaces and joiners, word joiners, BOM, tags),
+# line and paragraph separators, and lone surrogates (bytes that were not UTF-8).
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+                        "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(text: str) -> str:
+    """Text that cannot move the cursor, recolour the terminal or reverse the text around it."""
+    return _INVISIBLE.sub(_escape, text.replace("\\", "\\\\"))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return json.dumps(match.group())[1:-1]
+
+
 def _out(value: Any, as_json: bool = True) -> None:
-    print(json.dumps(value, ensure_ascii=False, separators=(",", ":")) if as_json else value)
+    if as_json:
+        print(_INVISIBLE.sub(_json_escape, json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
+    else:
+        print(visible(str(value)))
 
 
 def _payload_arg(args: argparse.Namespace) -> bytes:
@@ -43,7 +77,13 @@ def _payload_arg(args: argparse.Namespace) -> bytes:
 
 
 def _text(data: bytes) -> str:
+    """For JSON output: exact text, a byte that is not UTF-8 as U+FFFD."""
     return data.decode(errors="replace")
+
+
+def _shown(data: bytes | str) -> str:
+    """For plain output: the text with every odd character and byte escaped (see :func:`visible`)."""
+    return visible(data.decode(errors="surrogateescape") if isinstance(data, bytes) else data)
 
 
 def cmd_enqueue(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -51,8 +91,8 @@ def cmd_enqueue(mq: EchoMQ, args: argparse.Namespace) -> None:
         print(mq.enqueue(args.queue, _payload_arg(args), job_id=args.id, delay_ms=args.delay_ms,
                          max_attempts=args.max_attempts))
     except Duplicate as duplicate:
-        print(f"emq: {duplicate}; nothing written", file=sys.stderr)
-        print(duplicate.job_id)
+        print(f"emq: {_shown(str(duplicate))}; nothing written", file=sys.stderr)
+        print(_shown(duplicate.job_id))
 
 
 def cmd_claim(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -67,18 +107,18 @@ def cmd_extend(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 def cmd_complete(mq: EchoMQ, args: argparse.Namespace) -> None:
     mq.complete(args.queue, args.id, args.token)
-    print(f"completed: job {args.id} is now done")
+    print(f"completed: job {_shown(args.id)} is now done")
 
 
 def cmd_fail(mq: EchoMQ, args: argparse.Namespace) -> None:
     state = mq.fail(args.queue, args.id, args.token, error=args.error, backoff_ms=args.backoff_ms)
-    print(f"failed: job {args.id} is now {state}")
+    print(f"failed: job {_shown(args.id)} is now {state}")
 
 
 def cmd_operator(mq: EchoMQ, args: argparse.Namespace) -> None:
     result = mq.operator_move(args.command, args.queue, args.id, expect_state=args.expect_state,
                               expect_attempts=args.expect_attempts)
-    print(result.describe())
+    print(_shown(result.describe()))
 
 
 def cmd_recover(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -116,9 +156,11 @@ def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:
         if args.json:
             _out({"id": row.id, "score": row.score, "state": row.state, "attempts": row.attempts,
                   "payload_head": _text(row.payload_head), "payload_length": row.payload_length,
-                  "last_error": row.last_error, "exists": row.exists})
+                  "payload_source": row.payload_source, "last_error": row.last_error, "exists": row.exists,
+                  "key_type": row.key_type})
         else:
-            print(f"{row.id}\t{row.score}\t{row.state}\t{row.attempts}\t{_text(row.payload_head)[:60]!r}")
+            print("\t".join([_shown(row.id), str(row.score), _shown(row.state), _shown(row.attempts),
+                             _shown(row.payload_head[:60]), f"{row.payload_length} bytes", _shown(row.last_error[:80])]))
 
 
 def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -130,13 +172,14 @@ def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
         return
     left = view.lease_left_ms
     lease = f" lease {left / 1000:.1f}s left" if left is not None else ""
-    print(f"{view.id}: {view.state or '?'} attempts {view.attempts or '?'}{lease} "
-          f"payload {_text(view.payload)[:200]!r}" + "".join(f" [warning: {w}]" for w in view.warnings))
+    print(_shown(f"{view.id}: {view.state or '?'} attempts {view.attempts or '?'}{lease} ") + "payload "
+          + _shown(view.payload[:200]) + f" ({view.payload_length} bytes)"
+          + "".join(f" [warning: {_shown(w)}]" for w in view.warnings))
 
 
 def cmd_queues(mq: EchoMQ, args: argparse.Namespace) -> None:
     for name in mq.discover_queues() if args.discover else mq.queues():
-        _out({"queue": name}) if args.json else print(name)
+        _out({"queue": name}) if args.json else print(_shown(name))
 
 
 def cmd_events(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -144,8 +187,9 @@ def cmd_events(mq: EchoMQ, args: argparse.Namespace) -> None:
         if args.json:
             _out(event.as_dict())
         else:
-            print(f"{event.id}\t{event.move}\t{event.job_id}\t{event.source or '-'}->{event.target or '-'}"
-                  f"\tattempts {event.attempts}\t{event.actor}")
+            print("\t".join([event.id, _shown(event.move), _shown(event.job_id),
+                             f"{_shown(event.source or '-')}->{_shown(event.target or '-')}",
+                             f"attempts {_shown(event.attempts)}", _shown(event.actor)]))
 
 
 def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -154,7 +198,7 @@ def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
         _out(report.as_dict())
     else:
         for problem in report.problems:
-            print(problem.describe())
+            print(_shown(problem.describe()))
         print(f"{report.queue}: {report.looked_at} jobs looked at, {len(report.problems)} problems")
     if not report.ok:
         raise SystemExit(1)
@@ -278,12 +322,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.run(mq, args)
         return 0
     except EmqError as error:
-        print(f"emq: {error}", file=sys.stderr)
+        print(f"emq: {_shown(str(error))}", file=sys.stderr)
         return error.exit_code or 1
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except Exception as error:  # noqa: BLE001 - the CLI reports, it does not trace back
-        print(f"emq: error: {error}", file=sys.stderr)
+        print(f"emq: error: {_shown(str(error))}", file=sys.stderr)
         return 1
     finally:
         if mq is not None:

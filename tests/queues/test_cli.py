@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from queues.cli import main
-from queues import EchoMQ
+from queues import EchoMQ, QueueKeys
 
 
 def emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
@@ -41,7 +41,7 @@ def test_the_full_lifecycle_through_the_cli(redis_url: str, capsys: pytest.Captu
     code, out, _ = emq(redis_url, capsys, "jobs", "q", "done", "--json")
     assert [json.loads(line)["id"] for line in out] == ["j1"]
     code, out, _ = emq(redis_url, capsys, "events", "q", "--json")
-    assert [json.loads(line)["move"] for line in out] == ["enqueue", "claim", "complete"]
+    assert [json.loads(line)["move"] for line in out] == ["enqueue", "claim", "extend", "complete"]
     assert emq(redis_url, capsys, "check", "q")[0] == 0
     assert emq(redis_url, capsys, "queues")[1] == ["q"]
 
@@ -121,3 +121,46 @@ def test_worker_with_a_bad_handler_exits_2(redis_url: str, capsys: pytest.Captur
 def test_worker_with_a_negative_prefetch_exits_2(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = emq(redis_url, capsys, "worker", "q", "--handler", "queues.worker:error_text", "--prefetch", "-1")
     assert code == 2 and "prefetch must be between 0 and 10000" in err
+
+
+def test_events_show_escape_sequences_and_bidi_controls_as_text(redis_url: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    evil = EchoMQ.from_url(redis_url, actor="w\x1b]0;pwned\x07\x1b[2J")
+    evil.enqueue("q", "{}", job_id="x\u202e(tidua)")
+    evil.close()
+
+    code, out, _ = emq(redis_url, capsys, "events", "q")
+    line = out[0]
+
+    assert code == 0 and "\x1b" not in line and "\u202e" not in line and "\x07" not in line
+    assert "x\\u202e(tidua)" in line and "w\\x1b]0;pwned\\x07\\x1b[2J" in line
+
+
+def test_show_and_jobs_escape_what_another_runtime_wrote(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    mq = EchoMQ.from_url(redis_url, actor="test")
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("a"), mapping={"state": "pending\u2066", "attempts": "0",
+                                          "payload": b"\xff\x1b[31mred", "last_error": "bad\u202etxt"})
+    mq.redis.zadd(keys.pending, {"a": 1})
+    mq.close()
+
+    shown = emq(redis_url, capsys, "show", "q", "a")[1][0]
+    listed = emq(redis_url, capsys, "jobs", "q", "pending")[1][0]
+    as_json = emq(redis_url, capsys, "jobs", "q", "pending", "--json")[1][0]
+
+    for line in (shown, listed, as_json):
+        assert not any(ch in line for ch in "\x1b\u2066\u202e")
+    assert "pending\\u2066" in shown and "\\xff\\x1b[31mred" in shown
+    assert "bad\\u202etxt" in listed
+    assert json.loads(as_json)["last_error"] == "bad\u202etxt"  # JSON keeps the exact text, escaped
+
+
+def test_a_refusal_naming_odd_text_is_escaped_on_stderr(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    mq = EchoMQ.from_url(redis_url, actor="test")
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("a"), mapping={"state": "\x1b[2Jdone", "attempts": "1", "payload": "{}"})
+    mq.close()
+
+    code, _, err = emq(redis_url, capsys, "retry", "q", "a")
+
+    assert code == 4 and "\x1b" not in err and "\\x1b[2Jdone" in err

@@ -321,11 +321,12 @@ class JobDetail:
 
     @property
     def payload(self) -> tuple[str, str, bool]:
-        return payload_preview(self.view.payload, PAYLOAD_ALL if self.full_payload else PAYLOAD_SHOWN)
+        return payload_preview(self.view.payload, PAYLOAD_ALL if self.full_payload else PAYLOAD_SHOWN,
+                               total=self.view.payload_length)
 
     @property
     def payload_length(self) -> int:
-        return len(self.view.payload)
+        return self.view.payload_length
 
     @property
     def sets(self) -> list[tuple[str, int]]:

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from queues import InvalidInput, Unavailable, reads, validate_job_id, validate_queue_name
+from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
 from queues.cluster import queue_location
 from queues.connection import is_cluster_client
 from queues.follower import find_job
@@ -31,7 +31,7 @@ def _unavailable(request: HttpRequest, template: str, error: Unavailable, contex
     return render(request, template, {**context, "redis_down": True, "redis_error": str(error)}, status=503)
 
 
-def _bad_input(request: HttpRequest, error: InvalidInput, context: dict[str, Any]) -> HttpResponse:
+def _bad_input(request: HttpRequest, error: InvalidInput | Refused, context: dict[str, Any]) -> HttpResponse:
     return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
 
 
@@ -102,7 +102,8 @@ def job_detail(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
     try:
         name, job_id = _job_params(request)
-        view = read(lambda mq: mq.job(name, job_id))
+        shown = presenters.PAYLOAD_ALL if request.GET.get("full") == "1" else presenters.PAYLOAD_SHOWN
+        view = read(lambda mq: mq.job(name, job_id, payload_bytes=shown))
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Unavailable as error:
@@ -125,15 +126,16 @@ def job_payload(request: HttpRequest) -> HttpResponse:
     """The whole payload as a download: never rendered by the browser, whatever it holds."""
     try:
         name, job_id = _job_params(request)
-        view = read(lambda mq: mq.job(name, job_id))
-    except InvalidInput as error:
+        view = read(lambda mq: mq.job(name, job_id, payload_bytes=0))
+        payload = read(lambda mq: mq.payload(name, job_id)) if view.exists else b""
+    except (InvalidInput, Refused) as error:
         return _bad_input(request, error, {"now_ms": 0})
     except Unavailable as error:
         return _unavailable(request, "dashboard/bad_input.html", error, {"message": "", "now_ms": 0})
     if not view.exists:
         return render(request, "dashboard/bad_input.html", {"message": f"job {job_id} does not exist in {name}",
                                                             "now_ms": view.now_ms}, status=404)
-    response = HttpResponse(view.payload, content_type="application/octet-stream")
+    response = HttpResponse(payload, content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{job_id.encode().hex()[:64]}.payload"'
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -92,3 +92,32 @@ def test_a_script_payload_is_inert(viewer_client: Client, console_mq: EchoMQ) ->
 
     assert "<script>alert(1)" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_payload_too_large_to_inline_shows_its_preview_and_downloads_whole(viewer_client: Client,
+                                                                             console_mq: EchoMQ) -> None:
+    payload = b"y" * (2 * 1024 * 1024)  # another runtime's writer, over the console's 1 MiB "show all"
+    keys = QueueKeys("mail")
+    console_mq.redis.hset(keys.job("huge"), mapping={"state": "pending", "attempts": "0", "payload": payload,
+                                                     "preview": "y" * 256})
+    console_mq.redis.zadd(keys.pending, {"huge": 0})
+
+    page = viewer_client.get("/job/?q=mail&id=huge&full=1")
+    download = viewer_client.get("/job/payload/?q=mail&id=huge")
+
+    detail = page.context["detail"]
+    assert (detail.payload_length, detail.payload[1], detail.payload[2]) == (len(payload), "y" * 256, True)
+    assert b"Showing its first 256 bytes (its preview)" in page.content
+    assert download.content == payload
+
+
+def test_the_history_shows_why_each_attempt_failed(viewer_client: Client, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1", max_attempts=2)
+    for error in ("smtp timeout", "mailbox full"):
+        claimed = console_mq.claim("mail")[0]
+        console_mq.fail("mail", "j1", claimed.token, error=error, backoff_ms=0)
+
+    response = viewer_client.get("/job/?q=mail&id=j1")
+
+    assert [e.error for e in response.context["detail"].history if e.move == "fail"] == ["smtp timeout", "mailbox full"]
+    assert b"mailbox full" in response.content

@@ -169,6 +169,7 @@ def count_older(queue: str, state: str, older_than_ms: int = 0) -> Call[int]:
     older_than_ms = _int(older_than_ms, "older than (ms)", 0)
 
     def parse(reply: list[Any]) -> int:
+        refused_whole("count_older", reply)
         return int(reply[1])
 
     return Call("count_older", QueueKeys(queue).script_keys(None), [state, older_than_ms], parse)

@@ -134,6 +134,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "history": [job_id],
         "clock": [],
         "check": [st.sampled_from(["pending", "hashes", "x"]), st.just("0"), limit, st.just(KEYS.prefix + "job:*")],
+        "count_older": [states, numbers],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -149,7 +150,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
-                     "page", "clock", "check")
+                     "page", "clock", "check", "count_older")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

@@ -118,6 +118,19 @@ async def test_the_job_page_pushes_the_job_when_it_moves(console_mq: EchoMQ, vie
     await communicator.disconnect()
 
 
+async def test_the_job_page_follows_a_heartbeat_with_the_new_deadline(console_mq: EchoMQ, viewer_cookie: bytes,
+                                                                      stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    claimed = console_mq.claim("mail", lease_ms=60_000)[0]
+    communicator = await connect("/ws/job/?q=mail&id=j1", viewer_cookie)
+    await receive_until(communicator, lambda m: f'data-deadline="{claimed.lease_deadline_ms}"' in m)
+
+    deadline = console_mq.extend("mail", "j1", claimed.token, lease_ms=600_000)
+
+    await receive_until(communicator, lambda m: f'data-deadline="{deadline}"' in m)
+    await communicator.disconnect()
+
+
 async def test_every_page_gets_the_banner_when_redis_stops_and_loses_it_when_it_returns(
         viewer_cookie: bytes, settings: object, stop_followers: None) -> None:
     server = RedisServer().start()

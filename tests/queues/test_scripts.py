@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 import redis
@@ -114,13 +115,16 @@ def test_includes_are_expanded_in_place_and_leave_no_directive() -> None:
 def test_reads_run_on_a_read_only_replica_and_moves_are_refused_there(redis_server) -> None:  # type: ignore[no-untyped-def]
     from tests.support.redis_servers import RedisServer
 
-    primary = RedisServer().start()
+    primary = RedisServer(extra_args=["--repl-diskless-sync-delay", "0"]).start()
     replica = RedisServer(extra_args=["--replicaof", "127.0.0.1", str(primary.port)]).start()
     try:
         writer = EchoMQ.from_url(primary.url, actor="test")
         writer.enqueue("q", "x", job_id="a")
-        writer.redis.execute_command("WAIT", 1, 5000)
         reader = EchoMQ.from_url(replica.url, actor="test")
+        deadline = time.monotonic() + 60
+        while not reader.redis.exists(QueueKeys("q").job("a")):
+            assert time.monotonic() < deadline, "the replica did not catch up"
+            time.sleep(0.05)
 
         assert reader.stats("q").counts["pending"] == 1 and reader.job("q", "a").state == "pending"
         assert [r.id for r in reader.page("q", "pending").rows] == ["a"]

@@ -590,3 +590,26 @@ def test_sigterm_hands_back_the_job_of_the_one_handler(mq: EchoMQ, redis_url: st
     assert "released=1" in err
     assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"pending": 2}
     assert [e.move for e in mq.events("mail") if e.move in ("claim", "release")] == ["release", "claim"]
+
+
+async def test_a_worker_claims_past_any_number_of_unclaimable_jobs_and_then_idles_as_on_an_empty_queue(
+        mq: EchoMQ, redis_url: str) -> None:
+    keys = QueueKeys("mail")
+    pipe = mq.redis.pipeline()
+    for n in range(300):
+        pipe.hset(keys.job(f"bad{n}"), mapping={"state": "done ", "attempts": "x", "payload": "x"})
+        pipe.zadd(keys.pending, {f"bad{n}": n})
+    pipe.execute()
+    mq.enqueue_many("mail", [f"good {n}" for n in range(10)])
+
+    worker = Worker(queue="mail", handler=lambda job: None, url=redis_url, poll_ms=200)
+    stats = await _serve_until(worker, lambda: mq.stats("mail").counts["done"] == 10)
+    assert stats.completed == 10 and mq.stats("mail").counts["failed"] == 300
+
+    # The queue is empty now: a second worker on it claims once per poll, not in a loop.
+    mq.redis.config_resetstat()
+    idle = Worker(queue="mail", handler=lambda job: None, url=redis_url, poll_ms=200, lease_ms=60_000)
+    started = time.monotonic()
+    await _serve_until(idle, lambda: time.monotonic() - started > 1.0)
+    calls = int(mq.redis.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+    assert calls <= 12  # about 5 claims a second, not a spin

@@ -35,6 +35,12 @@ was recovered): its result is never reported and an async handler is
 cancelled. The same heartbeat sweeps lapsed leases of dead workers back with
 ``recover_expired``.
 
+When Redis is over ``maxmemory`` it refuses every move but ``extend`` before
+running it (``OutOfMemory``): the worker then keeps the outcomes its handlers
+reported, claims nothing, and sends them again with a growing pause (up to
+5 s), while the heartbeat keeps their leases; so a job whose handler returned
+is completed once Redis has room, not lost to a lapsed lease.
+
 On SIGTERM (or when the ``stop`` event of :meth:`Worker.serve` is set) the
 worker stops claiming, lets running handlers finish for ``grace_ms`` and then
 hands the rest back with the ``release`` move, so no job is left in limbo.

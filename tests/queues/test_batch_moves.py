@@ -54,3 +54,14 @@ def test_purge_deletes_only_jobs_older_than_the_age(any_mq: EchoMQ) -> None:
 
     assert total.moved == 4
     assert any_mq.stats("q").counts["done"] == 0
+
+
+def test_a_purge_event_names_the_attempts_the_job_had(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a")
+    [job] = mq.claim("q")
+    mq.complete("q", "a", job.token)
+
+    mq.purge("q", "done")
+
+    [event] = [e for e in mq.events("q") if e.move == "purge"]
+    assert (event.job_id, event.source, event.target, event.attempts) == ("a", "done", "", "1")

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import views
+from .api.api import api, not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -24,4 +25,8 @@ urlpatterns = [
     path("", include("dashboard.cluster.urls")),
     # Probes and Prometheus metrics (no login: /metrics checks a token or the address itself).
     path("", include("dashboard.monitoring.urls")),
+    # The JSON API and its OpenAPI schema (/api/schema); /api/orders above keeps its own view.
+    path("api/", api.urls),
 ]
+
+handler404 = not_found

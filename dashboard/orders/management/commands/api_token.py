@@ -10,7 +10,7 @@ from dashboard.orders.tokens import api_token_create
 
 
 class Command(BaseCommand):
-    help = "Creates an API token for POST /api/orders and prints it (once)."
+    help = "Creates an API token (for /api/, /metrics and POST /api/orders) and prints it (once)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")

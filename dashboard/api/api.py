@@ -1,0 +1,312 @@
+"""``/api/``: the pages' reads and the buttons' moves as JSON, with the same roles and queue grants.
+
+A caller is an API token (``Authorization: Bearer emq_...``; no cookies, so no
+CSRF) or a signed-in session (writes need the CSRF token, as the pages' forms
+do). Viewers read; operators act, on the queues their grants name. Every move
+is the same compare-and-move the buttons make, written to the audit log the
+same way, refusals by role included. Every error is ``{"error": "..."}`` with
+a status that says which kind: 400 bad input, 401 no caller, 403 not allowed,
+404 no such thing, 409 the job moved on, 503 Redis unreachable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
+from ninja import NinjaAPI, Path, Query, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer, SessionAuth
+
+from dashboard.actions import access, previews, services as actions
+from dashboard.actions.bulk import MAX_SELECTION, Selected
+from dashboard.actions.confirmations import (MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue,
+                                             confirmation_redeem)
+from dashboard.actions.previews import Preview
+from dashboard.actions.models import AuditEntry
+from dashboard.orders.tokens import api_token_user
+from dashboard.roles import VIEW_PERMISSION, can_view
+from dashboard.services import read
+from queues import InvalidInput, Unavailable, reads, validate_job_id, validate_queue_name
+from queues.keys import validate_state
+
+from . import schemas as s
+from .present import audit_entry, job_out, page_out, queue_out
+
+LIST_LIMIT_MAX: Final = 500
+QUEUE: Final = Query(..., pattern=s.QUEUE_PATTERN, max_length=128, description="The queue's name")
+JOB_ID: Final = Query(..., pattern=s.JOB_ID_PATTERN, max_length=256, description="The job's id")
+# Audit ids are the database's 64-bit keys; anything larger is a 400, not an overflow.
+MAX_ID: Final = 2**63 - 1
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        return api_token_user(token)
+
+
+api = NinjaAPI(title="EchoMQ console API", version="1", openapi_url="/schema", docs_url=None,
+               auth=[TokenAuth(), SessionAuth()],
+               description=__doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else "")
+
+ERRORS: Final = {400: s.ErrorOut, 401: s.ErrorOut, 403: s.ErrorOut, 503: s.ErrorOut}
+
+
+def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    return api.create_response(request, {"error": message}, status=status)
+
+
+@api.exception_handler(InvalidInput)
+def _invalid(request: HttpRequest, error: InvalidInput) -> HttpResponse:
+    return _error(request, 400, str(error))
+
+
+def _problem(error: dict[str, Any]) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ()) if part not in ("query", "body", "path"))
+    if error.get("type") == "string_pattern_mismatch":
+        return (f"{where} holds a character that is not allowed (braces, spaces, control characters, "
+                "or ':' in a queue name)")
+    return f"{where}: {error.get('msg', '')}"
+
+
+@api.exception_handler(ValidationError)
+def _unparsable(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    return _error(request, 400, "bad request: " + "; ".join(_problem(e) for e in error.errors))
+
+
+@api.exception_handler(AuthenticationError)
+def _anonymous(request: HttpRequest, error: AuthenticationError) -> HttpResponse:
+    response = _error(request, 401, "send Authorization: Bearer <token>, or sign in")
+    response["WWW-Authenticate"] = 'Bearer realm="emq api"'
+    return response
+
+
+@api.exception_handler(PermissionDenied)
+def _forbidden(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
+    return _error(request, 403, str(error))
+
+
+@api.exception_handler(Unavailable)
+def _unavailable(request: HttpRequest, error: Unavailable) -> HttpResponse:
+    return _error(request, 503, str(error))
+
+
+@api.exception_handler(Http404)
+def _missing(request: HttpRequest, error: Http404) -> HttpResponse:
+    return _error(request, 404, str(error) or "not found")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+    return _error(request, error.status_code, str(error))
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's 404 for paths no route matches (``/api/runs/x``): JSON under ``/api/``, the usual page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": f"no such path: {request.path[:200]}"}, status=404)
+    return page_not_found(request, exception)
+
+
+def _viewer(request: HttpRequest) -> Any:
+    user = request.auth  # type: ignore[attr-defined]
+    if not can_view(user):
+        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    return user
+
+
+def _operator(request: HttpRequest, data: dict[str, Any]) -> Any:
+    """The caller when they may act on the queue; a refusal by role is an audit row, as on the pages."""
+    user = request.auth  # type: ignore[attr-defined]
+    reason = access.refusal(user, data.get("q") or None)
+    if reason is not None:
+        actions.record_forbidden(user=user, data=data, reason=reason)
+        raise PermissionDenied(reason)
+    return user
+
+
+# Reads ------------------------------------------------------------------------------------------
+
+@api.get("/queues", response={200: s.QueueListOut, **ERRORS}, summary="Queues with their counts")
+def queues_list(request: HttpRequest, after: str = "", limit: int = Query(100, ge=1, le=LIST_LIMIT_MAX)) -> Any:
+    """The registered queues by name, ``limit`` at a time after the name ``after``, each with its counts."""
+    _viewer(request)
+    known = read(lambda mq: mq.known_queues())
+    names = [n for n in known.names if n > after][:limit + 1]
+    page, more = names[:limit], len(names) > limit
+    results = read(lambda mq: mq.stats_many(page)) if page else []
+    return {"queues": [queue_out(name, result) for name, result in zip(page, results)],
+            "next_after": page[-1] if more else None, "stale": known.stale}
+
+
+@api.get("/queue", response={200: s.QueueOut, **ERRORS}, summary="One queue's counts")
+def queue_detail(request: HttpRequest, q: str = QUEUE) -> Any:
+    _viewer(request)
+    name = validate_queue_name(q)
+    return queue_out(name, read(lambda mq: mq.stats(name)))
+
+
+@api.get("/queue/jobs", response={200: s.PageOut, **ERRORS}, summary="A page of one state's jobs, by cursor")
+def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done", "failed"],
+               after: str | None = None, before: str | None = None,
+               limit: int = Query(50, ge=1, le=reads.PAGE_LIMIT_MAX), order: Literal["asc", "desc"] = "asc",
+               q: str = QUEUE) -> Any:
+    """Jobs in ``state`` ordered by score; pass a row's ``cursor`` as ``after`` (or ``before``) to move on."""
+    _viewer(request)
+    name, state = validate_queue_name(q), validate_state(state)
+    page = read(lambda mq: mq.page(name, state, after=after, before=before, limit=limit, order=order))
+    return page_out(page)
+
+
+@api.get("/job", response={200: s.JobOut, 404: s.ErrorOut, **ERRORS}, summary="One job with its history")
+def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
+    _viewer(request)
+    name, job_id = validate_queue_name(q), validate_job_id(id)
+    view = read(lambda mq: mq.job(name, job_id))
+    if not view.exists and not view.scores:
+        raise Http404(f"job {job_id} does not exist in {name}")
+    try:
+        history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
+    except Unavailable as error:
+        history, history_error = [], str(error)
+    return job_out(view, history, history_error)
+
+
+@api.get("/audit", response={200: s.AuditPageOut, **ERRORS}, summary="The audit log, newest first")
+def audit_list(request: HttpRequest, user: str = "", queue: str = "", action: str = "", outcome: str = "",
+               before: int | None = Query(None, ge=1, le=MAX_ID), limit: int = Query(50, ge=1, le=LIST_LIMIT_MAX)) -> Any:
+    _viewer(request)
+    entries = AuditEntry.objects.order_by("-id")
+    for field, value in (("username", user), ("queue", queue), ("action", action), ("outcome", outcome)):
+        if value:
+            entries = entries.filter(**{field: value})
+    if before is not None:
+        entries = entries.filter(id__lt=before)
+    found = list(entries[:limit + 1])
+    page = found[:limit]
+    return {"entries": [audit_entry(e) for e in page], "next_before": page[-1].id if len(found) > limit else None}
+
+
+def _entry(run_id: int) -> AuditEntry:
+    entry = AuditEntry.objects.filter(pk=run_id).first()
+    if entry is None:
+        raise Http404(f"there is no audit entry {run_id}")
+    return entry
+
+
+@api.get("/runs/{run_id}", response={200: s.AuditEntryOut, 404: s.ErrorOut, **ERRORS},
+         summary="One action's audit entry (a bulk run's progress)")
+def run_detail(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
+    _viewer(request)
+    return audit_entry(_entry(run_id))
+
+
+# Moves ------------------------------------------------------------------------------------------
+
+class _Answer(Exception):
+    """An answer other than the move's own: the confirmation step, or a confirmation refused."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status, self.body = status, body
+
+
+@api.exception_handler(_Answer)
+def _answer(request: HttpRequest, answer: _Answer) -> HttpResponse:
+    return api.create_response(request, answer.body, status=answer.status)
+
+
+def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, proposal: Proposal,
+               data: dict[str, Any]) -> None:
+    """Returns when ``token`` confirms ``proposal`` (and is now spent), as the pages' second POST does.
+
+    Without a token: 428 with what the action would do now and a token for it.
+    With one that does not hold (forged, lapsed, used, another user's or action's): 409, in the audit log.
+    """
+    if not token:
+        asked: Preview = preview()
+        issued = None if asked.nothing else confirmation_issue(user=user, proposal=proposal, count=asked.count)
+        raise _Answer(428, {"text": f"{asked.lead} {proposal.queue}{asked.tail}", "warning": asked.warning,
+                            "count": asked.count, "confirmation": issued, "expires_in_s": MAX_AGE_S,
+                            "nothing": asked.nothing})
+    try:
+        confirmation_redeem(user=user, token=token, proposal=proposal)
+    except ConfirmationRefused as refusal:
+        actions.record_refused(user=user, data=_Form(data), result=f"refused: {refusal}")
+        raise _Answer(409, {"error": f"refused: {refusal}"}) from None
+
+@api.post("/job/actions", response={200: s.JobActionOut, 409: s.JobActionOut | s.ErrorOut,
+                                    428: s.ConfirmationOut, **ERRORS},
+          summary="Compare-and-move one job, as a button does")
+def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
+    """The move runs only if the job is still in ``expect_state`` (and ``expect_attempts``, when given):
+    200 moved, 409 refused because it moved on (nothing changed), 503 when whether it ran is unknown.
+    Delete, and cancel of a running job, first answer 428 with a confirmation to send back."""
+    data = {"q": body.queue, "id": body.id, "move": body.move, "state": body.expect_state,
+            "attempts": body.expect_attempts}
+    user = _operator(request, data)
+    fields = {"queue": body.queue, "job_id": body.id, "move": body.move, "expect_state": body.expect_state,
+              "expect_attempts": body.expect_attempts}
+    if previews.job_needs_confirmation(body.move, body.expect_state):
+        _confirmed(request, user, body.confirmation, lambda: previews.job_preview(**fields),
+                   previews.job_proposal(**fields), data)
+    entry = actions.job_act(user=user, **fields)
+    out = {"outcome": entry.outcome, "text": entry.result, "audit_id": entry.pk}
+    status = {AuditEntry.Outcome.MOVED: 200, AuditEntry.Outcome.REFUSED: 409}.get(entry.outcome, 503)
+    if status == 503:
+        raise Unavailable(entry.result)
+    return Status(status, out)
+
+
+@api.post("/queue/selection", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
+          summary="Compare-and-move the jobs named, in the background")
+def selection_action(request: HttpRequest, body: s.SelectionActionIn) -> Any:
+    """Each job moves only if it is still as given; follow the run at ``/api/runs/{id}``.
+    Delete, cancel and more than 20 jobs first answer 428 with a confirmation to send back."""
+    data = {"q": body.queue, "move": body.move, "job": [f"{j.state}:{j.attempts}:{j.id}" for j in body.jobs]}
+    user = _operator(request, _Form(data))
+    if len(body.jobs) > MAX_SELECTION:
+        raise InvalidInput(f"at most {MAX_SELECTION} jobs at once, not {len(body.jobs)}")
+    seen = list({(j.id, j.state, j.attempts): None for j in body.jobs})
+    selected = []
+    for job_id, state, attempts in seen:
+        if attempts and not attempts.isdigit():
+            raise InvalidInput(f"attempts must be digits, not {attempts!r}")
+        selected.append(Selected(validate_job_id(job_id), state, attempts))
+    if previews.selection_needs_confirmation(body.move, len(selected)):
+        _confirmed(request, user, body.confirmation,
+                   lambda: previews.selection_preview(move=body.move, queue=body.queue, selected=selected),
+                   previews.selection_proposal(move=body.move, queue=body.queue, selected=selected), data)
+    entry = actions.selection_act(user=user, move=body.move, queue=body.queue, selected=selected)
+    return Status(202, audit_entry(entry))
+
+
+@api.post("/queue/actions", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
+          summary="A queue-wide action (recover, retry or purge all), in the background, once confirmed")
+def queue_action(request: HttpRequest, body: s.QueueActionIn) -> Any:
+    """Always answers 428 first, saying how many jobs it touches now, with a confirmation to send back."""
+    older = body.older_than_ms if body.action.startswith("purge") else 0
+    data = {"q": body.queue, "action": body.action}
+    user = _operator(request, data)
+    _confirmed(request, user, body.confirmation,
+               lambda: previews.queue_preview(action=body.action, queue=body.queue, older_than_ms=older),
+               previews.queue_proposal(action=body.action, queue=body.queue, older_than_ms=older), data)
+    entry = actions.queue_act(user=user, action=body.action, queue=body.queue, older_than_ms=older)
+    return Status(202, audit_entry(entry))
+
+
+@api.post("/runs/{run_id}/cancel", response={200: s.AuditEntryOut, 404: s.ErrorOut, **ERRORS},
+          summary="Ask a running bulk action to stop after its current step")
+def run_cancel(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
+    entry = _entry(run_id)
+    user = _operator(request, {"q": entry.queue})
+    return audit_entry(actions.run_cancel(user=user, entry_id=run_id))
+
+
+class _Form(dict[str, Any]):
+    """What :func:`record_forbidden` reads from a form: ``get`` and ``getlist``."""
+
+    def getlist(self, key: str) -> list[str]:
+        value = self.get(key, [])
+        return list(value) if isinstance(value, list) else [value]

@@ -1,0 +1,59 @@
+"""From what ``queues`` reads (and the audit rows) to the API's JSON shapes, bounded in bytes."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dashboard.actions.models import AuditEntry
+from queues.reads import Event, JobView, Page, QueueStats, payload_preview
+
+PAYLOAD_LIMIT: Final = 64 * 1024
+FIELD_LIMIT: Final = 4 * 1024
+
+
+def _text(value: bytes, limit: int) -> str:
+    return value[:limit].decode(errors="replace")
+
+
+def stats_out(stats: QueueStats) -> dict[str, Any]:
+    return {"now_ms": stats.now_ms, **stats.counts, "due": stats.due, "delayed": stats.delayed,
+            "lapsed": stats.lapsed, "oldest_due_age_ms": stats.oldest_due_age_ms, "next_due_ms": stats.next_due_ms,
+            "last_event_id": stats.last_event_id}
+
+
+def queue_out(name: str, result: QueueStats | Exception) -> dict[str, Any]:
+    if isinstance(result, QueueStats):
+        return {"queue": name, "stats": stats_out(result), "error": None}
+    return {"queue": name, "stats": None, "error": str(result) or type(result).__name__}
+
+
+def page_out(page: Page) -> dict[str, Any]:
+    rows = [{"id": r.id, "score": r.score, "state": r.state, "attempts": r.attempts,
+             "payload_head": r.payload_head.decode(errors="replace"), "payload_length": r.payload_length,
+             "last_error": r.last_error, "exists": r.exists, "cursor": r.cursor} for r in page.rows]
+    return {"queue": page.queue, "state": page.state, "order": page.order, "now_ms": page.now_ms,
+            "total": page.total, "start": page.start, "has_more": page.has_more, "rows": rows,
+            "next_after": page.rows[-1].cursor if page.has_more and page.rows else None}
+
+
+def event_out(event: Event) -> dict[str, Any]:
+    return {"event": event.id, "move": event.move, "from_state": event.source, "to_state": event.target,
+            "attempts": event.attempts, "actor": event.actor, "ts_ms": event.ts_ms}
+
+
+def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str, Any]:
+    encoding, payload, cut = payload_preview(view.payload, PAYLOAD_LIMIT)
+    fields = {name: _text(value, FIELD_LIMIT) for name, value in view.fields.items() if name != "payload"}
+    return {"queue": view.queue, "id": view.id, "now_ms": view.now_ms, "exists": view.exists, "state": view.state,
+            "attempts": view.attempts, "payload": payload, "payload_encoding": encoding,
+            "payload_length": len(view.payload), "payload_cut": cut, "fields": fields, "scores": view.scores,
+            "lease_left_ms": view.lease_left_ms, "warnings": view.warnings,
+            "history": [event_out(e) for e in history], "history_error": history_error}
+
+
+def audit_entry(entry: AuditEntry) -> dict[str, Any]:
+    return {"id": entry.pk, "created_at": entry.created_at, "finished_at": entry.finished_at,
+            "username": entry.username, "queue": entry.queue, "action": entry.action, "scope": entry.scope,
+            "jobs": entry.jobs, "parameters": entry.parameters, "outcome": entry.outcome, "result": entry.result,
+            "moved": entry.moved, "skipped": entry.skipped, "missing": entry.missing, "errors": entry.errors,
+            "cancel_requested_by": entry.cancel_requested_by}

@@ -1,0 +1,170 @@
+"""What the API answers, field by field (the OpenAPI schema at ``/api/schema`` is made from these)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+
+# What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
+QUEUE_PATTERN = r"^[^{}:\x00-\x20\x7f]+$"
+JOB_ID_PATTERN = r"^[^{}\x00-\x20\x7f]+$"
+
+
+class ErrorOut(Schema):
+    error: str = Field(description="What was wrong or refused, in words")
+
+
+class StatsOut(Schema):
+    now_ms: int = Field(description="The clock of the Redis server that holds the queue")
+    pending: int
+    due: int
+    delayed: int
+    active: int
+    lapsed: int = Field(description="Active jobs whose lease deadline has passed")
+    done: int
+    failed: int
+    oldest_due_age_ms: int | None
+    next_due_ms: int | None
+    last_event_id: str
+
+
+class QueueOut(Schema):
+    queue: str
+    stats: StatsOut | None = Field(description="None when the queue could not be read (see error)")
+    error: str | None = None
+
+
+class QueueListOut(Schema):
+    queues: list[QueueOut]
+    next_after: str | None = Field(description="Pass as `after` for the next page; None on the last")
+    stale: str = Field(description="Why the list is the one read last ('' when read just now)")
+
+
+class JobRowOut(Schema):
+    id: str
+    score: int = Field(description="The job's score in its state's set (due time, lease deadline or finish time)")
+    state: str = Field(description="The state the job's hash says")
+    attempts: str
+    payload_head: str
+    payload_length: int
+    last_error: str
+    exists: bool = Field(description="False when the id is in the set but its hash is missing")
+    cursor: str
+
+
+class PageOut(Schema):
+    queue: str
+    state: Literal["pending", "active", "done", "failed"]
+    order: Literal["asc", "desc"]
+    now_ms: int
+    total: int
+    start: int
+    has_more: bool
+    rows: list[JobRowOut]
+    next_after: str | None = Field(description="Pass as `after` for the next page; None on the last")
+
+
+class EventOut(Schema):
+    event: str
+    move: str
+    from_state: str
+    to_state: str
+    attempts: str
+    actor: str
+    ts_ms: int
+
+
+class JobOut(Schema):
+    queue: str
+    id: str
+    now_ms: int
+    exists: bool
+    state: str
+    attempts: str
+    payload: str = Field(description="The payload as text (hexadecimal when it is not UTF-8), cut at 64 KiB")
+    payload_encoding: Literal["json", "text", "bytes"]
+    payload_length: int
+    payload_cut: bool
+    fields: dict[str, str] = Field(description="The job hash's other fields, each cut at 4 KiB")
+    scores: dict[str, int] = Field(description="The sets that hold the id, with its score in each")
+    lease_left_ms: int | None
+    warnings: list[str]
+    history: list[EventOut]
+    history_error: str
+
+
+class AuditEntryOut(Schema):
+    id: int
+    created_at: datetime
+    finished_at: datetime | None
+    username: str
+    queue: str
+    action: str
+    scope: str
+    jobs: list[dict[str, Any]]
+    parameters: dict[str, Any]
+    outcome: str
+    result: str
+    moved: int
+    skipped: int
+    missing: int
+    errors: int
+    cancel_requested_by: str
+
+
+class AuditPageOut(Schema):
+    entries: list[AuditEntryOut]
+    next_before: int | None = Field(description="Pass as `before` for older entries; None on the last page")
+
+
+CONFIRMATION_HELP = ("The token a 428 answer gave for exactly this action: destructive and large actions run only "
+                     "when it is sent back (within its lifetime, once)")
+
+
+class JobActionIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    id: str = Field(pattern=JOB_ID_PATTERN, max_length=256)
+    move: Literal["retry", "recover", "promote", "cancel", "delete"]
+    expect_state: str = Field(description="The state you saw: the move is refused if the job moved on")
+    expect_attempts: str = Field("", description="The attempts you saw ('' for any)")
+    confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class ConfirmationOut(Schema):
+    text: str = Field(description="What the action would do now, e.g. 'Purge 120 done jobs of mail, of any age?'")
+    warning: str
+    count: int = Field(description="How many jobs it touches now")
+    confirmation: str | None = Field(description="Send it back as `confirmation` to run the action; "
+                                                 "None when there is nothing to do (see nothing)")
+    expires_in_s: int
+    nothing: str = Field(description="Why there is nothing to confirm ('' when there is)")
+
+
+class QueueActionIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    action: Literal["recover_all", "retry_all", "purge_done", "purge_failed"]
+    older_than_ms: int = Field(0, ge=0, le=10 ** 12, description="Purge only: jobs finished longer ago than this")
+    confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class JobActionOut(Schema):
+    outcome: Literal["moved", "refused", "error"]
+    text: str
+    audit_id: int
+
+
+class SeenJobIn(Schema):
+    id: str = Field(pattern=JOB_ID_PATTERN, max_length=256)
+    state: str
+    attempts: str = ""
+
+
+class SelectionActionIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    move: Literal["retry", "recover", "promote", "cancel", "delete"]
+    jobs: list[SeenJobIn] = Field(min_length=1, max_length=1000, description="Each job as you saw it")
+    confirmation: str = Field("", description=CONFIRMATION_HELP)

@@ -1,0 +1,66 @@
+"""Real daphne processes serving the console, each on a free port, with the environment a test gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.support.redis_servers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited with {process.returncode}")
+        try:
+            urllib.request.urlopen(url + "login/", timeout=1)
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not answer")
+
+
+def start_daphne(env: dict[str, str], workdir: Path, name: str) -> tuple[str, subprocess.Popen[bytes]]:
+    """Starts daphne on a free port and waits until it answers; returns its base URL (ending in /)."""
+    port = free_port()
+    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "dashboard.asgi:application"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for_http(url, daphne)
+    except RuntimeError:
+        stop_daphne(daphne)
+        raise
+    return url, daphne
+
+
+def stop_daphne(daphne: subprocess.Popen[bytes]) -> None:
+    daphne.terminate()
+    try:
+        daphne.wait(10)
+    except subprocess.TimeoutExpired:
+        daphne.kill()
+        daphne.wait()
+
+
+def console_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a console process: its own SQLite file, the given Redis, DEBUG off."""
+    import os
+
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "live-tests-only-" + "x" * 40,
+            "EMQ_REDIS_URL": redis_url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
+            "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir), **extra}
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=True,
+                          timeout=120, capture_output=True, text=True)
+    return done.stdout

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from queues import EchoMQ, QueueKeys
-from tests.support.daphne import ROOT, console_env, manage, start_daphne, stop_daphne
+from tests.support.daphne import console_env, manage, start_daphne, stop_daphne
 from tests.support.jobs import done_jobs, failed_jobs
 from tests.support.redis_servers import RedisServer
 
@@ -63,7 +63,7 @@ def test_no_generated_request_gets_a_500_and_every_answer_matches_the_schema(
          "--phases", "examples,fuzzing", "--generation-database", "none", "--no-color",
          "--request-timeout", "30", "--suppress-health-check", "too_slow",
          "-H", f"Authorization: Bearer {token}", "--report", "junit", "--report-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=900, cwd=ROOT)
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
 
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
     # Every operation ran, and every generated case passed every check (not a quick pass on nothing).

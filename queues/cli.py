@@ -27,6 +27,7 @@ from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .scripts import script
+from .search import Limits, Query, Search
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,6 +205,28 @@ def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
+    query = Query.parse(state=args.state, id_prefix=args.id_prefix, payload=args.payload, field=args.field,
+                        error=args.error, worker=args.worker, enqueued_after=args.enqueued_after,
+                        enqueued_before=args.enqueued_before, finished_after=args.finished_after,
+                        finished_before=args.finished_before, order=args.order,
+                        now_ms=mq.server_time_ms(args.queue))
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    engine = Search(query, [args.queue], Limits(max_matches=args.limit, seconds=None))
+    for step in engine.steps(mq):
+        for match in step.matches:
+            if args.json:
+                _out(match.as_dict())
+            else:
+                print(f"{match.id}\t{match.state}\t{match.attempts or 0}\t{match.score}"
+                      f"\t{_text(match.payload_head)[:60]!r}\t{match.last_error[:80]!r}")
+        sys.stdout.flush()
+    print(f"emq: {query.describe()}: {engine.summary()}", file=sys.stderr)
+    if not engine.matched:
+        raise SystemExit(3)
+
+
 def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     print(script(args.name).source, end="")
 
@@ -293,6 +316,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = command("check", cmd_check, "integrity check (exit 1 when problems are found)")
     p.add_argument("queue")
+    p.add_argument("--json", action="store_true")
+    p = command("search", cmd_search, "find jobs of a state by id prefix, payload, JSON field, error, worker, time")
+    p.add_argument("queue")
+    p.add_argument("--state", required=True, choices=STATES)
+    p.add_argument("--id-prefix")
+    p.add_argument("--payload", help="plain text the payload contains (bytes, case-sensitive)")
+    p.add_argument("--field", help="PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku=\"A-1\"")
+    p.add_argument("--error", help="text the last error contains (ASCII case-insensitive)")
+    p.add_argument("--worker", help="text the worker's name contains")
+    p.add_argument("--enqueued-after", help="epoch ms, ISO time (UTC unless it says) or an age like 2h")
+    p.add_argument("--enqueued-before")
+    p.add_argument("--finished-after", help="done or failed jobs only")
+    p.add_argument("--finished-before")
+    p.add_argument("--order", choices=["asc", "desc"], help="by the state's score (default: newest first "
+                                                             "for done and failed, oldest first otherwise)")
+    p.add_argument("--limit", type=int, help="stop after this many matches")
     p.add_argument("--json", action="store_true")
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")

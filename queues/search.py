@@ -1,0 +1,584 @@
+"""Search a state of one queue or of many, in bounded steps, by id, payload, JSON field, error, worker and time.
+
+The work happens in Redis (``lua/search.lua``): each step is one read-only
+script that walks the state's sorted set from a cursor for a few
+milliseconds at most and returns what matched, so Redis serves every other
+client between two steps, and a search can stop between any two. Nothing
+here reads a whole set or a whole payload into Python.
+
+The engine is sans-IO: :class:`Search` builds each step's :class:`~queues.moves.Call`
+and folds its reply in, so the sync client (:func:`search`), the asyncio client
+(:func:`search_async`), the CLI, the console and any API drive the same code.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from .errors import InvalidInput
+from .keys import MAX_JOB_ID, QueueKeys, State, validate_queue_name, validate_state
+from .moves import Call, _text
+
+Order = Literal["asc", "desc"]
+JsonKind = Literal["num", "str", "any", "bool", "null"]
+
+# Oldest first where work waits, newest first where it has ended (as the queue page).
+DEFAULT_ORDER: Final[dict[str, Order]] = {"pending": "asc", "active": "asc", "done": "desc", "failed": "desc"}
+MAX_TEXT: Final = 4096
+MAX_PATH_SEGMENTS: Final = 32
+# What one step may cost Redis: about 2 ms, 2000 entries, 100 matches (a reply of at most ~70 KiB).
+STEP_BUDGET_US: Final = 2000
+STEP_ENTRIES: Final = 2000
+STEP_MATCHES: Final = 100
+# A /.../ with one of these inside is a regular expression, which a plain find would silently misread.
+_REGEX_SIGNS: Final = re.compile(r"[.*+?\[\](){}|^$\\]")
+_SEGMENT: Final = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|\[(\d+)\]|([^.\[\]"=\s]+))')
+_RELATIVE: Final = re.compile(r"^(\d+)\s*(ms|s|m|h|d)$")
+_UNIT_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldFilter:
+    """``user.id = 42``: the payload is JSON and its value at ``path`` equals ``value``.
+
+    ``kind`` says how to compare: ``any`` (an unquoted number: that number, or
+    a string of that text), ``num``, ``str`` (a quoted value, or unquoted text),
+    ``bool`` or ``null``.
+    """
+
+    path: tuple[str | int, ...]
+    kind: JsonKind
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> FieldFilter:
+        if not isinstance(text, str) or "=" not in text:
+            raise InvalidInput(f"a field filter is PATH=VALUE, like user.id=42, not {text!r}")
+        path_text, _, value_text = text.partition("=")
+        path = parse_path(path_text)
+        value = value_text.strip()
+        if not value:
+            raise InvalidInput(f"field filter {text!r} has no value after '='; to match an empty string write \"\"")
+        if len(value.encode()) > MAX_TEXT:
+            raise InvalidInput(f"a field value is at most {MAX_TEXT} bytes")
+        if value.startswith('"'):
+            if len(value) < 2 or not value.endswith('"'):
+                raise InvalidInput(f"field value {value} opens a quote it does not close")
+            import json
+
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                raise InvalidInput(f"field value {value} is not a valid JSON string") from None
+            return cls(path, "str", decoded)
+        if value in ("true", "false"):
+            return cls(path, "bool", value)
+        if value == "null":
+            return cls(path, "null", value)
+        if re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", value):
+            return cls(path, "any", value)
+        return cls(path, "str", value)
+
+    def describe(self) -> str:
+        shown = f'"{self.value}"' if self.kind == "str" else self.value
+        return f"{format_path(self.path)} = {shown}"
+
+    def as_arg(self) -> bytes:
+        segments = [("k" + p) if isinstance(p, str) else f"i{p}" for p in self.path]
+        return "\0".join([self.kind, self.value, *segments]).encode()
+
+
+def parse_path(text: str) -> tuple[str | int, ...]:
+    """``user.id``, ``items[0].sku``, ``"a.b".c``: keys separated by dots, [n] for an array index."""
+    source = text.strip()
+    if not source:
+        raise InvalidInput("a field path is needed before '=', like user.id")
+    path: list[str | int] = []
+    position = 0
+    while position < len(source):
+        if path and source[position] == ".":
+            position += 1
+        elif path and source[position] != "[":
+            raise InvalidInput(f"cannot read field path {text!r} at {source[position:]!r}: "
+                               "write keys separated by dots, [n] for an index, \"...\" around odd keys")
+        match = _SEGMENT.match(source, position)
+        if match is None or match.end() == position:
+            raise InvalidInput(f"cannot read field path {text!r} at {source[position:]!r}: "
+                               "write keys separated by dots, [n] for an index, \"...\" around odd keys")
+        quoted, index, bare = match.groups()
+        if index is not None:
+            path.append(int(index))
+        else:
+            key = bytes(quoted, "utf-8").decode("unicode_escape") if quoted is not None else bare
+            if "\0" in key:
+                raise InvalidInput("a field path key may not hold a NUL character")
+            path.append(key)
+        position = match.end()
+        while position < len(source) and source[position] == " ":
+            position += 1
+    if len(path) > MAX_PATH_SEGMENTS:
+        raise InvalidInput(f"a field path has at most {MAX_PATH_SEGMENTS} parts, not {len(path)}")
+    return tuple(path)
+
+
+def format_path(path: Iterable[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            plain = re.fullmatch(r"[^.\[\]\"=\s]+", part) is not None
+            out += ("." if out else "") + (part if plain else '"' + part.replace('"', '\\"') + '"')
+    return out
+
+
+def _plain_text(value: str, what: str, *, limit: int = MAX_TEXT) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text")
+    if value == "":
+        raise InvalidInput(f"an empty {what} matches everything: leave it out instead")
+    if len(value.encode()) > limit:
+        raise InvalidInput(f"{what} is at most {limit} bytes")
+    if len(value) > 2 and value.startswith("/") and value.rstrip("i").endswith("/") \
+            and _REGEX_SIGNS.search(value.rstrip("i")[1:-1]):
+        raise InvalidInput(f"{what} {value!r} looks like a regular expression; search matches plain text only "
+                           "(write the words you expect, without the slashes)")
+    return value
+
+
+def parse_moment(text: str, *, now_ms: int) -> int:
+    """A point in time as server ms: epoch ms, ISO 8601 (UTC unless it says), or an age like ``15m`` / ``2h`` ago."""
+    value = text.strip()
+    if not value:
+        raise InvalidInput("a time must not be empty")
+    if value.isdigit():
+        return int(value)
+    relative = _RELATIVE.match(value)
+    if relative:
+        return now_ms - int(relative.group(1)) * _UNIT_MS[relative.group(2)]
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"cannot read the time {text!r}: give epoch ms, an ISO time like 2026-05-01T10:00Z "
+                           "or an age like 15m, 2h, 3d") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What to find in one state. Every filter given must hold; at least one must be given."""
+
+    state: State
+    id_prefix: str = ""
+    payload: str = ""
+    field: FieldFilter | None = None
+    error: str = ""
+    worker: str = ""
+    enqueued_after_ms: int | None = None
+    enqueued_before_ms: int | None = None
+    finished_after_ms: int | None = None
+    finished_before_ms: int | None = None
+    order: Order | None = None
+
+    @classmethod
+    def parse(cls, *, state: str, id_prefix: str | None = None, payload: str | None = None, field: str | None = None,
+              error: str | None = None, worker: str | None = None, enqueued_after: str | None = None,
+              enqueued_before: str | None = None, finished_after: str | None = None,
+              finished_before: str | None = None, order: str | None = None, now_ms: int = 0) -> Query:
+        """Reads a query as typed (the CLI's options, the console's form); None or "" leaves a filter out."""
+        if not state:
+            raise InvalidInput("choose a state to search: pending, active, done or failed")
+        given = {name: value.strip() if name in ("id_prefix",) else value
+                 for name, value in (("id_prefix", id_prefix), ("payload", payload), ("error", error),
+                                     ("worker", worker)) if value}
+
+        def moment(value: str | None) -> int | None:
+            return parse_moment(value, now_ms=now_ms) if value and value.strip() else None
+
+        if order not in (None, "", "asc", "desc"):
+            raise InvalidInput(f"order must be asc or desc, not {order!r}")
+        return cls(validate_state(state), field=FieldFilter.parse(field) if field and field.strip() else None,
+                   enqueued_after_ms=moment(enqueued_after), enqueued_before_ms=moment(enqueued_before),
+                   finished_after_ms=moment(finished_after), finished_before_ms=moment(finished_before),
+                   order=order or None, **given).checked()  # type: ignore[arg-type]
+
+    def checked(self) -> Query:
+        validate_state(self.state)
+        if self.id_prefix:
+            if len(self.id_prefix.encode()) > MAX_JOB_ID or re.search(r"[{}\x00-\x20\x7f]", self.id_prefix):
+                raise InvalidInput(f"id prefix {self.id_prefix!r} cannot start any job id")
+        for name in ("payload", "error", "worker"):
+            if getattr(self, name):
+                _plain_text(getattr(self, name), name)
+        if (self.finished_after_ms is not None or self.finished_before_ms is not None) \
+                and self.state not in ("done", "failed"):
+            raise InvalidInput(f"{self.state} jobs have not finished: a finished time applies to done or failed")
+        for low, high, what in ((self.enqueued_after_ms, self.enqueued_before_ms, "enqueued"),
+                                (self.finished_after_ms, self.finished_before_ms, "finished")):
+            if low is not None and high is not None and low > high:
+                raise InvalidInput(f"the {what} window is empty: its start is after its end")
+        if self.is_empty:
+            raise InvalidInput("give at least one filter (id prefix, payload, field, error, worker or a time): "
+                               f"an empty query matches every {self.state} job; browse the state's page instead")
+        return self
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.id_prefix or self.payload or self.field or self.error or self.worker) and all(
+            t is None for t in (self.enqueued_after_ms, self.enqueued_before_ms, self.finished_after_ms,
+                                self.finished_before_ms))
+
+    @property
+    def direction(self) -> Order:
+        return self.order or DEFAULT_ORDER[self.state]
+
+    def describe(self) -> str:
+        """The query in words, as a confirmation and the audit log state it."""
+        parts = []
+        if self.id_prefix:
+            parts.append(f"id starts with {self.id_prefix!r}")
+        if self.payload:
+            parts.append(f"payload contains {self.payload!r}")
+        if self.field:
+            parts.append(f"payload field {self.field.describe()}")
+        if self.error:
+            parts.append(f"error contains {self.error!r}")
+        if self.worker:
+            parts.append(f"worker contains {self.worker!r}")
+        for value, what in ((self.enqueued_after_ms, "enqueued after"), (self.enqueued_before_ms, "enqueued before"),
+                            (self.finished_after_ms, "finished after"),
+                            (self.finished_before_ms, "finished before")):
+            if value is not None:
+                parts.append(f"{what} {_utc(value)}")
+        return f"{self.state} jobs whose " + " and ".join(parts) if parts else f"every {self.state} job"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The query as plain values (the audit row's parameters; :meth:`from_dict` reads it back)."""
+        out: dict[str, Any] = {"state": self.state}
+        for name in ("id_prefix", "payload", "error", "worker", "enqueued_after_ms", "enqueued_before_ms",
+                     "finished_after_ms", "finished_before_ms", "order"):
+            value = getattr(self, name)
+            if value not in (None, ""):
+                out[name] = value
+        if self.field:
+            out["field"] = {"path": list(self.field.path), "kind": self.field.kind, "value": self.field.value}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Query:
+        try:
+            raw = dict(data)
+            field_data = raw.pop("field", None)
+            found = FieldFilter(tuple(field_data["path"]), field_data["kind"], field_data["value"]) \
+                if field_data else None
+            return cls(field=found, **raw).checked()
+        except (TypeError, KeyError) as error:
+            raise InvalidInput(f"not a search query: {error}") from None
+
+    def filter_args(self) -> list[Any]:
+        args: list[Any] = []
+        if self.id_prefix:
+            args += ["id_prefix", self.id_prefix]
+        if self.payload:
+            args += ["payload", self.payload.encode()]
+        if self.error:
+            # Lua's string.lower folds ASCII only, so fold ASCII only here too.
+            args += ["error", self.error.encode().lower()]
+        if self.worker:
+            args += ["worker", self.worker]
+        if self.enqueued_after_ms is not None:
+            args += ["created_min", self.enqueued_after_ms]
+        if self.enqueued_before_ms is not None:
+            args += ["created_max", self.enqueued_before_ms]
+        if self.field:
+            args += ["json", self.field.as_arg()]
+        return args
+
+    def window(self) -> tuple[str, str]:
+        low = "-inf" if self.finished_after_ms is None else str(self.finished_after_ms)
+        high = "+inf" if self.finished_before_ms is None else str(self.finished_before_ms)
+        return low, high
+
+
+def _utc(ms: int) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A job that matched, with the state and attempts it had at that instant (what a bulk move expects)."""
+
+    queue: str
+    id: str
+    score: int
+    state: str
+    attempts: str
+    payload_head: bytes
+    payload_length: int
+    last_error: str
+    worker: str
+    found_in: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"queue": self.queue, "id": self.id, "score": self.score, "state": self.state,
+                "attempts": self.attempts, "payload_head": self.payload_head.decode(errors="replace"),
+                "payload_length": self.payload_length, "last_error": self.last_error, "worker": self.worker,
+                "found_in": self.found_in}
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One search script's reply."""
+
+    in_window: int
+    looked_at: int
+    cursor: tuple[str, str]
+    done: bool
+    missing: int
+    unreadable: int
+    high: str
+    matches: list[Match]
+
+
+def search_call(queue: str, query: Query, *, cursor: tuple[str, str] = ("", ""), entries: int = STEP_ENTRIES,
+                budget_us: int = STEP_BUDGET_US, matches: int = STEP_MATCHES, high: str | None = None,
+                lean: bool = False) -> Call[Slice]:
+    """One bounded step of a search of ``queue``: resumes after ``cursor`` (as the previous slice returned it).
+
+    ``high`` overrides the query's highest score ('now': the server's time);
+    ``lean`` matches carry id, score, state and attempts only.
+    """
+    keys = QueueKeys(queue)
+    low, query_high = query.window()
+    args: list[Any] = [query.state, query.direction, cursor[0], cursor[1], low, high or query_high, entries,
+                       budget_us, matches, *query.filter_args(), *(["lean", "1"] if lean else [])]
+
+    def parse(reply: list[Any]) -> Slice:
+        _, in_window, looked, score, job_id, done, missing, unreadable, used_high, *flat = reply
+        found = [Match(keys.queue, _text(flat[i]), int(float(_text(flat[i + 1]))), _text(flat[i + 2]),
+                       _text(flat[i + 3]), flat[i + 4] if isinstance(flat[i + 4], bytes) else _text(flat[i + 4]).encode(),
+                       int(flat[i + 5]), _bytes(flat[i + 6]).decode(errors="replace"),
+                       _bytes(flat[i + 7]).decode(errors="replace"), query.state)
+                 for i in range(0, len(flat), 8)]
+        return Slice(int(in_window), int(looked), (_text(score), _text(job_id)), bool(int(done)), int(missing),
+                     int(unreadable), _text(used_high), found)
+
+    return Call("search", keys.script_keys(None), args, parse)
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one search may cost in all: queues, matches and wall time (None: no limit).
+
+    The first ``detail`` matches come with their payload head, error and
+    worker; the rest carry id, state and attempts only (all a count or a bulk
+    move needs), many more to a step.
+    """
+
+    max_queues: int = 100
+    max_matches: int | None = 10_000
+    seconds: float | None = 120.0
+    detail: int | None = None
+    step_budget_us: int = STEP_BUDGET_US
+    step_entries: int = STEP_ENTRIES
+    step_matches: int = STEP_MATCHES
+    lean_step_matches: int = 1000
+
+
+@dataclass
+class QueueProgress:
+    queue: str
+    scanned: int = 0
+    in_window: int = 0
+    matched: int = 0
+    missing: int = 0
+    unreadable: int = 0
+    done: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one step found, and where the whole search stands after it."""
+
+    queue: str
+    matches: list[Match]
+    progress: QueueProgress
+    scanned: int
+    total: int
+    matched: int
+    queues_done: int
+    queues_total: int
+
+
+@dataclass
+class Search:
+    """A search over ``queues`` (one or many), step by step; drive it with :func:`search` or :func:`search_async`.
+
+    A job is reported once, however many times workers move it out of the
+    set and back in while the search runs; what it matched with (state,
+    attempts) is what it had when it was first found. In done and failed the
+    window ends when the search began (a job that finishes again later lies
+    beyond it); in pending and active, where a job comes back with a due
+    time or lease deadline anywhere, the ids found so far are remembered.
+    """
+
+    query: Query
+    queues: list[str]
+    limits: Limits = field(default_factory=Limits)
+    progress: list[QueueProgress] = field(init=False)
+    skipped_queues: int = field(init=False, default=0)
+    stopped: str = field(init=False, default="")
+    started: float = field(init=False, default_factory=time.monotonic)
+    _index: int = field(init=False, default=0)
+    _cursor: tuple[str, str] = field(init=False, default=("", ""))
+    _high: str | None = field(init=False, default=None)
+    _seen: set[tuple[str, str]] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.query.checked()
+        names = list(dict.fromkeys(validate_queue_name(q) for q in self.queues))
+        if not names:
+            raise InvalidInput("no queue to search")
+        self.skipped_queues = max(len(names) - self.limits.max_queues, 0)
+        self.queues = names[:self.limits.max_queues]
+        self.progress = [QueueProgress(q) for q in self.queues]
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.stopped) or self._index >= len(self.queues)
+
+    @property
+    def matched(self) -> int:
+        return sum(p.matched for p in self.progress)
+
+    @property
+    def scanned(self) -> int:
+        return sum(p.scanned for p in self.progress)
+
+    @property
+    def total(self) -> int:
+        return sum(p.in_window for p in self.progress)
+
+    def next_call(self) -> Call[Slice]:
+        if self.finished:
+            raise InvalidInput("the search has finished")
+        limit = self.limits
+        lean = limit.detail is not None and self.matched >= limit.detail
+        room = limit.lean_step_matches if lean else limit.step_matches
+        if limit.max_matches is not None:
+            room = min(room, limit.max_matches - self.matched)
+        if not lean and limit.detail is not None:
+            room = min(room, limit.detail - self.matched)
+        high = self._high
+        if high is None and self.query.state in ("done", "failed") and self.query.finished_before_ms is None:
+            high = "now"
+        return search_call(self.queues[self._index], self.query, cursor=self._cursor, entries=limit.step_entries,
+                           budget_us=limit.step_budget_us, matches=max(room, 1), high=high, lean=lean)
+
+    def feed(self, result: Slice | Exception) -> Step:
+        """Folds one step's reply (or the error it raised) in; returns what it found."""
+        progress = self.progress[self._index]
+        new: list[Match] = []
+        if isinstance(result, Exception):
+            # One queue that cannot be read (its node down, say) does not end a search of many.
+            if len(self.queues) == 1:
+                raise result
+            progress.error = str(result)
+            progress.done = True
+        else:
+            progress.scanned += result.looked_at
+            progress.in_window = result.in_window
+            progress.missing += result.missing
+            progress.unreadable += result.unreadable
+            if self.query.state in ("pending", "active"):
+                for match in result.matches:
+                    key = (match.queue, match.id)
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        new.append(match)
+            else:
+                new = result.matches
+            progress.matched += len(new)
+            self._cursor = result.cursor
+            self._high = result.high
+            progress.done = result.done
+        if progress.done:
+            self._index += 1
+            self._cursor = ("", "")
+            self._high = None
+        limit = self.limits
+        if limit.max_matches is not None and self.matched >= limit.max_matches and not self.finished:
+            self.stopped = f"stopped at {limit.max_matches} matches"
+        elif limit.seconds is not None and time.monotonic() - self.started > limit.seconds and not self.finished:
+            self.stopped = f"stopped after {limit.seconds:.0f} s"
+        return Step(progress.queue, new, replace(progress), self.scanned, self.total, self.matched,
+                    sum(p.done for p in self.progress), len(self.queues))
+
+    def steps(self, mq: Any, *, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Step]:
+        """The steps, run with the sync client (:class:`~queues.EchoMQ`) as they are iterated."""
+        while not self.finished and not should_stop():
+            call = self.next_call()
+            try:
+                result: Slice | Exception = mq.run(call)
+            except InvalidInput:
+                raise
+            except Exception as error:  # noqa: BLE001 - one queue unreadable: feed records it
+                result = error
+            yield self.feed(result)
+
+    async def steps_async(self, run: Callable[[Call[Slice]], Awaitable[Slice]]) -> AsyncIterator[Step]:
+        """The same steps with an asyncio client: ``run`` is, say, :meth:`~queues.AsyncEchoMQ.run`."""
+        while not self.finished:
+            call = self.next_call()
+            try:
+                result: Slice | Exception = await run(call)
+            except InvalidInput:
+                raise
+            except Exception as error:  # noqa: BLE001 - one queue unreadable: feed records it
+                result = error
+            yield self.feed(result)
+
+    def stop(self, reason: str) -> None:
+        if not self.finished:
+            self.stopped = reason
+
+    def summary(self) -> str:
+        seconds = time.monotonic() - self.started
+        where = f"{self.query.state} jobs of {self.queues[0]}" if len(self.queues) == 1 else \
+            f"{self.query.state} jobs of {len(self.queues)} queues"
+        text = f"{self.matched} matched of {self.scanned} {where} looked at, in {seconds:.1f} s"
+        notes = [self.stopped] if self.stopped else []
+        if self.skipped_queues:
+            notes.append(f"{self.skipped_queues} more queues not searched (at most {self.limits.max_queues})")
+        unreadable = sum(p.unreadable for p in self.progress)
+        if unreadable:
+            notes.append(f"{unreadable} payloads could not be read as JSON (not JSON, or over 64 KiB)")
+        failed = [p for p in self.progress if p.error]
+        if failed:
+            notes.append(f"{len(failed)} queues could not be read ({failed[0].queue}: {failed[0].error})")
+        return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def search(mq: Any, query: Query, queues: list[str], *, limits: Limits | None = None,
+           should_stop: Callable[[], bool] = lambda: False) -> Iterator[Step]:
+    """Runs a search with the sync client, one step per iteration; stop iterating (or ``should_stop``) to stop."""
+    return Search(query, queues, limits or Limits()).steps(mq, should_stop=should_stop)
+
+
+__all__ = ["FieldFilter", "Query", "Match", "Slice", "Limits", "Step", "Search", "search",
+           "search_call", "parse_path", "format_path", "parse_moment", "DEFAULT_ORDER"]

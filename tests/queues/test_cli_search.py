@@ -1,0 +1,61 @@
+"""``emq search``: one line (or JSON object) per match; exit 0, 3 when nothing matched, 2 on a bad filter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from queues import EchoMQ, moves
+from queues.cli import main
+
+
+def emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(["--url", url, *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+@pytest.fixture
+def failures(mq: EchoMQ) -> EchoMQ:
+    for n, error in enumerate(["timeout after 3012 ms", "card declined", "Timeout after 2999 ms"]):
+        mq.enqueue("q", json.dumps({"user": {"id": n}}), job_id=f"j{n}", max_attempts=1)
+        [job] = mq.claim("q")
+        mq.run(moves.fail("q", job.id, job.token, error=error, backoff_ms=0))
+    return mq
+
+
+def test_search_prints_one_line_per_match_newest_failure_first(failures: EchoMQ, redis_url: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", "--error", "timeout")
+
+    assert code == 0
+    assert [line.split("\t")[:3] for line in out] == [["j2", "failed", "1"], ["j0", "failed", "1"]]
+    assert "2 matched of 3" in err
+
+
+def test_search_prints_json_objects_that_carry_what_a_move_expects(failures: EchoMQ, redis_url: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = emq(redis_url, capsys, "search", "q", "--state", "failed", "--field", "user.id=1", "--json")
+
+    [match] = [json.loads(line) for line in out]
+    assert code == 0
+    assert (match["id"], match["state"], match["attempts"], match["last_error"]) == ("j1", "failed", "1",
+                                                                                      "card declined")
+
+
+def test_search_exits_3_when_nothing_matched(failures: EchoMQ, redis_url: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", "--payload", "no such text")
+
+    assert (code, out) == (3, []) and "0 matched" in err
+
+
+@pytest.mark.parametrize("args", [
+    ["--field", "user.=1"], ["--payload", "/a.*b/"], [], ["--finished-after", "soon"], ["--limit", "0", "--error", "x"],
+])
+def test_search_exits_2_on_a_bad_filter_and_says_why(failures: EchoMQ, redis_url: str,
+                                                     capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", *args)
+
+    assert (code, out) == (2, []) and err.startswith("emq: ") and len(err.splitlines()) == 1

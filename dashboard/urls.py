@@ -19,6 +19,7 @@ urlpatterns = [
     path("job/", views.job_detail, name="job"),
     path("job/payload/", views.job_payload, name="job_payload"),
     path("find/", views.find, name="find"),
+    path("", include("dashboard.search.urls")),
     # Operator actions and the audit log (issue 4).
     path("", include("dashboard.actions.urls")),
     # The cluster page and the sweeper lock (issue 6).

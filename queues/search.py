@@ -13,6 +13,7 @@ and folds its reply in, so the sync client (:func:`search`), the asyncio client
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
@@ -59,7 +60,10 @@ class FieldFilter:
     def parse(cls, text: str) -> FieldFilter:
         if not isinstance(text, str) or "=" not in text:
             raise InvalidInput(f"a field filter is PATH=VALUE, like user.id=42, not {text!r}")
-        path_text, _, value_text = text.partition("=")
+        split = _first_unquoted_equals(text)
+        if split < 0:
+            raise InvalidInput(f"a field filter is PATH=VALUE, like user.id=42, not {text!r}")
+        path_text, value_text = text[:split], text[split + 1:]
         path = parse_path(path_text)
         value = value_text.strip()
         if not value:
@@ -69,8 +73,6 @@ class FieldFilter:
         if value.startswith('"'):
             if len(value) < 2 or not value.endswith('"'):
                 raise InvalidInput(f"field value {value} opens a quote it does not close")
-            import json
-
             try:
                 decoded = json.loads(value)
             except ValueError:
@@ -85,12 +87,31 @@ class FieldFilter:
         return cls(path, "str", value)
 
     def describe(self) -> str:
-        shown = f'"{self.value}"' if self.kind == "str" else self.value
-        return f"{format_path(self.path)} = {shown}"
+        path = format_path(self.path)
+        return f"{path} = {self.text()[len(path) + 1:]}"
+
+    def text(self) -> str:
+        """As typed (``user.id=42``, ``name="Ann"``): :meth:`parse` reads it back to this filter."""
+        shown = json.dumps(self.value, ensure_ascii=False) if self.kind == "str" else self.value
+        return f"{format_path(self.path)}={shown}"
 
     def as_arg(self) -> bytes:
         segments = [("k" + p) if isinstance(p, str) else f"i{p}" for p in self.path]
         return "\0".join([self.kind, self.value, *segments]).encode()
+
+
+def _first_unquoted_equals(text: str) -> int:
+    quoted = escaped = False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quoted:
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == "=" and not quoted:
+            return index
+    return -1
 
 
 def parse_path(text: str) -> tuple[str | int, ...]:
@@ -114,7 +135,10 @@ def parse_path(text: str) -> tuple[str | int, ...]:
         if index is not None:
             path.append(int(index))
         else:
-            key = bytes(quoted, "utf-8").decode("unicode_escape") if quoted is not None else bare
+            try:
+                key = json.loads(f'"{quoted}"') if quoted is not None else bare
+            except ValueError:
+                raise InvalidInput(f"cannot read the quoted key \"{quoted}\" in field path {text!r}") from None
             if "\0" in key:
                 raise InvalidInput("a field path key may not hold a NUL character")
             path.append(key)

@@ -1,0 +1,128 @@
+"""The socket behind a search's results: it runs the search step by step and streams what each step finds.
+
+One socket is one search. Each step is one bounded script call, run on a
+thread with the console's sync client; between two steps the socket checks
+whether the person pressed Stop or left (a closed socket cancels the run), so
+a search costs Redis nothing once nobody is looking. Matches are appended to
+the page's list (new items go below the ones already shown, so nothing moves
+under the pointer); progress is re-rendered at most every PROGRESS_EVERY_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from queues import EmqError, InvalidInput
+from queues.search import Limits, Match, Search, Step
+
+from ..consumers import BAD_REQUEST, accept_signed_in
+from ..services import emq, read
+from .items import match_messages
+from .requests import SearchRequest, valid_run_token
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S: Final = 0.25
+# Shown on the page in full; the rest are counted (what a bulk action over the search would move).
+SHOWN: Final = 500
+LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
+
+
+class SearchConsumer(AsyncWebsocketConsumer):
+    token: str
+    search_request: SearchRequest
+    engine: Search | None = None
+    task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        params = await accept_signed_in(self)
+        if params is None:
+            return
+        try:
+            if not valid_run_token(params.get("run", "")):
+                raise InvalidInput("run token missing")
+            # The page resolved every time into server ms already, so "now" plays no part here.
+            self.search_request = SearchRequest.parse(params, now_ms=0)
+        except InvalidInput:
+            await self.close(code=BAD_REQUEST)
+            return
+        self.token = params["run"]
+        self.task = asyncio.create_task(self._run())
+
+    async def disconnect(self, code: int) -> None:
+        if self.engine is not None:
+            self.engine.stop("the page was closed")
+        if self.task is not None:
+            self.task.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message: Any = json.loads(text_data or "")
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and message.get("action") == "cancel" and self.engine is not None:
+            self.engine.stop("stopped by you")
+
+    def _context(self, **extra: Any) -> dict[str, Any]:
+        return {"token": self.token, "engine": self.engine, "search": self.search_request, "shown": SHOWN,
+                "oob": True, **extra}
+
+    async def _run(self) -> None:
+        try:
+            await self._search()
+        except asyncio.CancelledError:
+            raise
+        except EmqError as error:
+            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
+                                                       self._context(error=str(error))))
+            await self.close(code=1000)
+        except Exception:
+            log.exception("a search failed")
+            await self.close(code=1011)
+
+    async def _search(self) -> None:
+        request = self.search_request
+        names = [request.queue] if request.queue else request.queues(
+            await asyncio.to_thread(read, lambda mq: mq.known_queues().names))
+        if not names:
+            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
+                                                       self._context(error="no queue name holds "
+                                                                           f"{request.queue_filter!r}")))
+            await self.close(code=1000)
+            return
+        self.engine = engine = Search(request.query, names, LIMITS)
+        steps: Iterator[Step] = engine.steps(emq())
+        list_id = f"search-matches-{self.token}"
+        # The first message empties the list: after a reconnect the search starts again from the top.
+        await self.send(text_data=self._progress() + f'<ol id="{list_id}" class="search-matches" '
+                                                      'hx-swap-oob="true"></ol>')
+        shown = 0
+        buffered: list[Match] = []
+        flushed_at = time.monotonic()
+        while True:
+            step = await asyncio.to_thread(next, steps, None)
+            if step is not None and shown < SHOWN:
+                room = step.matches[:SHOWN - shown]
+                buffered.extend(room)
+                shown += len(room)
+            now = time.monotonic()
+            if step is None or now - flushed_at >= PROGRESS_EVERY_S:
+                for message in match_messages(list_id, buffered, show_queue=not request.queue):
+                    await self.send(text_data=message)
+                buffered = []
+                await self.send(text_data=self._progress(final=step is None))
+                flushed_at = now
+            if step is None:
+                break
+        await self.close(code=1000)
+
+    def _progress(self, *, final: bool = False) -> str:
+        return render_to_string("dashboard/search/_progress.html", self._context(final=final))

@@ -1,0 +1,75 @@
+"""A search as the console's form and its WebSocket carry it: the query, where to look, and how to say it again.
+
+The page resolves what a person typed (an age like ``2h``) into absolute
+server times once, so the socket, a reconnect and a bulk run over the same
+search all mean exactly the same jobs.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlencode
+
+from queues import InvalidInput, validate_queue_name
+from queues.search import Query
+
+FORM_FIELDS: Final = ("state", "id_prefix", "payload", "field", "error", "worker", "enqueued_after",
+                      "enqueued_before", "finished_after", "finished_before", "order")
+MAX_QUEUE_FILTER: Final = 128
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: Query
+    queue: str  # "" searches every registered queue (bounded by the engine's limits)
+    queue_filter: str = ""  # with every queue: only names holding this text
+
+    @classmethod
+    def parse(cls, data: Mapping[str, str], *, now_ms: int) -> SearchRequest:
+        queue = (data.get("q") or "").strip()
+        if queue:
+            validate_queue_name(queue)
+        queue_filter = (data.get("in") or "").strip()
+        if len(queue_filter) > MAX_QUEUE_FILTER:
+            raise InvalidInput(f"a queue name filter is at most {MAX_QUEUE_FILTER} characters")
+        values = {name: (data.get(name) or "") for name in FORM_FIELDS}
+        query = Query.parse(now_ms=now_ms, **values)
+        return cls(query, queue, "" if queue else queue_filter)
+
+    def params(self) -> dict[str, str]:
+        """The request with every time absolute (epoch ms): what the socket and a bulk run are given."""
+        q = self.query
+        out = {"q": self.queue, "in": self.queue_filter, "state": q.state, "id_prefix": q.id_prefix,
+               "payload": q.payload, "field": q.field.text() if q.field else "", "error": q.error,
+               "worker": q.worker, "order": q.order or ""}
+        for name in ("enqueued_after", "enqueued_before", "finished_after", "finished_before"):
+            value = getattr(q, f"{name}_ms")
+            out[name] = "" if value is None else str(value)
+        return {k: v for k, v in out.items() if v}
+
+    def urlencoded(self) -> str:
+        return urlencode(self.params())
+
+    @property
+    def where(self) -> str:
+        if self.queue:
+            return self.queue
+        return f"every queue whose name holds {self.queue_filter!r}" if self.queue_filter else "every queue"
+
+    def queues(self, known: list[str]) -> list[str]:
+        if self.queue:
+            return [self.queue]
+        needle = self.queue_filter.lower()
+        return [name for name in known if needle in name.lower()]
+
+
+def new_run_token() -> str:
+    """Names one search run's elements on the page, so a later search never writes into an earlier one's list."""
+    return secrets.token_hex(6)
+
+
+def valid_run_token(text: str) -> bool:
+    return len(text) == 12 and all(c in "0123456789abcdef" for c in text)

@@ -1,0 +1,56 @@
+"""The search page: a form, and a results region that a WebSocket fills as the search runs.
+
+The view only checks the query (a bad filter answers 400 with the reason)
+and resolves ages into server times; the search itself runs behind the
+socket, in bounded steps, and stops when the page goes away.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from queues import STATES, InvalidInput, Unavailable
+
+from ..services import read
+from .requests import FORM_FIELDS, SearchRequest, new_run_token
+
+RESULTS_TARGET = "search-results"
+
+
+def _asked(request: HttpRequest) -> bool:
+    return any(request.GET.get(name) for name in FORM_FIELDS if name not in ("state", "order"))
+
+
+def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:
+    """What the results region shows for this request, and the status to answer with."""
+    form = {name: request.GET.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
+    form["state"] = form["state"] or "failed"
+    context: dict[str, Any] = {"form": form, "states": STATES, "now_ms": 0}
+    if not _asked(request):
+        return context, 200
+    try:
+        clock_queue = form["q"].strip() or "emq"
+        now_ms = read(lambda mq: mq.server_time_ms(clock_queue))
+        search = SearchRequest.parse(form, now_ms=now_ms)
+    except InvalidInput as error:
+        return {**context, "message": f"not searched: {error}"}, 400
+    except Unavailable as error:
+        return {**context, "message": f"not searched: {error}", "redis_down": True, "redis_error": str(error)}, 503
+    token = new_run_token()
+    context.update(now_ms=now_ms, run={"token": token, "search": search, "describe": search.query.describe(),
+                                       "ws_query": f"{search.urlencoded()}&run={token}"})
+    return context, 200
+
+
+@require_GET
+@login_required
+def search_page(request: HttpRequest) -> HttpResponse:
+    context, status = search_context(request)
+    if request.htmx and request.htmx.target == RESULTS_TARGET:
+        return render(request, "dashboard/search/_results.html", context, status=status)
+    return render(request, "dashboard/search/page.html", context, status=status)

@@ -1,0 +1,97 @@
+"""In real Chromium: a search streams its matches while it runs, and Stop ends it; the results fit a phone."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from queues import EchoMQ, QueueKeys, moves
+from tests.browser.conftest import Console
+
+pytestmark = pytest.mark.browser
+
+QUEUE = "browser-search"
+FILLER = 400_000
+
+# Pending jobs as enqueue writes them, in bulk (test data only): the first `hits` carry the text searched for.
+_FILL = """
+local prefix = KEYS[1]
+local first, count, hits = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+for n = first, first + count - 1 do
+  local id = string.format('s%07d', n)
+  local payload = n < hits and ('{"customer": "needle-' .. n .. '"}') or '{"customer": "hay"}'
+  redis.call('HSET', prefix .. 'job:' .. id, 'state', 'pending', 'attempts', 0, 'payload', payload,
+    'max_attempts', 3, 'created_at', 1)
+  redis.call('ZADD', prefix .. 'pending', n, id)
+end
+return count
+"""
+
+
+@pytest.fixture(scope="module")
+def haystack(console: Console) -> Iterator[EchoMQ]:
+    """FILLER pending jobs, the oldest three of which hold "needle": a search finds them at once and then
+    keeps walking for a second or more, however fast the machine."""
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    fill = mq.redis.register_script(_FILL)
+    prefix = QueueKeys(QUEUE).prefix
+    for start in range(0, FILLER, 20_000):
+        fill(keys=[prefix], args=[start, 20_000, 3])
+    mq.redis.sadd("emq:queues", QUEUE)
+    yield mq
+    keys = QueueKeys(QUEUE)
+    for start in range(0, FILLER, 10_000):
+        mq.redis.unlink(*[keys.job(f"s{n:07d}") for n in range(start, min(start + 10_000, FILLER))])
+    mq.redis.unlink(keys.pending)
+    mq.redis.srem("emq:queues", QUEUE)
+    mq.close()
+
+
+def test_a_search_lists_matches_while_it_runs_and_stop_ends_it(page: Page, console: Console,
+                                                               haystack: EchoMQ) -> None:
+    page.goto(console.url + f"queue/?q={QUEUE}&state=pending")
+    form = page.locator(".queue-search form")
+    form.locator("input[name=payload]").fill("needle")
+    form.locator("button[type=submit]").click()
+
+    matches = page.locator(".search-match")
+    expect(matches).to_have_count(3, timeout=10_000)
+    progress = page.locator(".search-progress")
+    assert progress.inner_text().startswith("Searching…")  # the matches came before the search ended
+    assert page.url.endswith(f"queue/?q={QUEUE}&state=pending")  # in place, no reload
+    page.locator(".search-stop button").click()
+
+    expect(progress).to_contain_text("Stopped:", timeout=10_000)
+    expect(progress).to_contain_text("stopped by you")
+    looked = int(re.search(r"3 matched of ([\d]+) pending", progress.inner_text()).group(1))  # type: ignore[union-attr]
+    assert looked < FILLER
+    assert [m.locator("a.id").inner_text() for m in matches.all()] == ["s0000000", "s0000001", "s0000002"]
+
+
+def test_search_results_need_no_sideways_scroll_on_a_phone(browser: Browser, console: Console) -> None:
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    mq.enqueue("phone-search", '{"note": "' + "long-words-without-spaces" * 20 + '"}', job_id="p" * 200,
+               max_attempts=1)
+    [job] = mq.claim("phone-search")
+    mq.run(moves.fail("phone-search", job.id, job.token, error="E" * 300, backoff_ms=0))
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    phone = context.new_page()
+    phone.goto(console.url + "login/")
+    phone.fill("#id_username", "vera")
+    phone.fill("#id_password", "vera-password")
+    phone.click("button[type=submit]")
+    phone.wait_for_url(console.url)
+
+    phone.goto(console.url + "search/?q=phone-search&state=failed&payload=long-words")
+
+    expect(phone.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    expect(phone.locator(".search-match")).to_have_count(1)
+    # The page's own parts (the shared header is the base layout's business) stay within the screen.
+    right = phone.evaluate("Math.max(...[...document.querySelectorAll('main, main *')]"
+                           ".map(e => e.getBoundingClientRect().right))")
+    assert right <= 390
+    context.close()
+    mq.close()

@@ -1,0 +1,195 @@
+"""The search page checks the query and hands the search to its socket, which streams the matches and can be stopped."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard.asgi import application
+from dashboard.search import consumers
+from queues import EchoMQ, moves
+from tests.dashboard.conftest import htmx_get
+from tests.dashboard.test_no_inline_code import inline_code
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def failed(mq: EchoMQ, job_id: str, payload: str, error: str, queue: str = "mail") -> None:
+    mq.enqueue(queue, payload, job_id=job_id, max_attempts=1)
+    [job] = [j for j in mq.claim(queue, count=1000) if j.id == job_id]
+    mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+
+
+@pytest.fixture
+def viewer_cookie(viewer: User) -> bytes:
+    client = Client()
+    client.force_login(viewer)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+def ws_path(client: Client, url: str) -> str:
+    page = client.get(url)
+    assert page.status_code == 200
+    [found] = re.findall(r'ws-connect="(/ws/search/\?[^"]+)"', page.content.decode())
+    return found.replace("&amp;", "&")
+
+
+async def connect(path: str, cookie: bytes | None) -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def messages_until(communicator: WebsocketCommunicator, check: Callable[[str], bool],
+                         timeout: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        output = await communicator.receive_output(timeout=deadline - time.monotonic())
+        if output["type"] == "websocket.close":
+            break
+        seen.append(output["text"])
+        if check(output["text"]):
+            return seen
+    raise AssertionError(f"no matching message in {len(seen)}: {seen[-1:]}")
+
+
+def test_the_page_offers_the_form_and_searches_nothing_until_asked(viewer_client: Client, console_mq: EchoMQ) -> None:
+    response = viewer_client.get("/search/")
+
+    assert response.status_code == 200
+    assert b'name="payload"' in response.content and b"ws-connect" not in response.content
+
+
+def test_a_bad_filter_answers_400_with_the_reason_and_opens_no_socket(viewer_client: Client,
+                                                                      console_mq: EchoMQ) -> None:
+    page = viewer_client.get("/search/?q=mail&state=failed&field=user..id%3D1")
+    fragment = htmx_get(viewer_client, "/search/?q=mail&state=failed&payload=/a.*b/", "search-results")
+
+    assert page.status_code == 400 and b"cannot read field path" in page.content
+    assert fragment.status_code == 400 and b"regular expression" in fragment.content  # type: ignore[attr-defined]
+    assert b"ws-connect" not in page.content + fragment.content  # type: ignore[attr-defined]
+
+
+def test_an_htmx_search_answers_the_results_region_only(viewer_client: Client, console_mq: EchoMQ) -> None:
+    response = htmx_get(viewer_client, "/search/?q=mail&state=failed&error=timeout", "search-results")
+
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert html.lstrip().startswith('<div id="search-results"') and "<html" not in html
+    assert "ws-connect=\"/ws/search/?" in html and "error contains &#x27;timeout&#x27;" in html
+
+
+def test_an_age_is_resolved_into_a_server_time_before_the_socket_sees_it(viewer_client: Client,
+                                                                         console_mq: EchoMQ) -> None:
+    now = console_mq.server_time_ms("mail")
+
+    path = ws_path(viewer_client, "/search/?q=mail&state=failed&finished_after=1h")
+
+    finished_after = int(re.search(r"finished_after=(\d+)", path).group(1))  # type: ignore[union-attr]
+    assert abs(finished_after - (now - 3_600_000)) < 60_000
+
+
+def test_the_queue_page_and_the_search_page_hold_no_inline_code(viewer_client: Client, console_mq: EchoMQ) -> None:
+    failed(console_mq, "a", "{}", "boom")
+    for url in ("/queue/?q=mail&state=failed", "/search/", "/search/?q=mail&state=failed&error=boom",
+                "/search/?state=failed&payload=x&in=ma"):
+        response = viewer_client.get(url)
+        assert response.status_code == 200, url
+        assert inline_code(response.content.decode()) == [], url
+    assert b'class="panel queue-search"' in viewer_client.get("/queue/?q=mail&state=failed").content
+
+
+async def test_the_socket_streams_the_matches_then_says_it_finished(viewer_client: Client, console_mq: EchoMQ,
+                                                                    viewer_cookie: bytes) -> None:
+    failed(console_mq, "t1", '{"user": {"id": 42}}', "Timeout after 3012 ms")
+    failed(console_mq, "t2", '{"user": {"id": 7}}', "timeout after 2999 ms")
+    failed(console_mq, "c1", '{"user": {"id": 42}}', "card declined")
+    path = await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&error=timeout&field=user.id%3D42")
+    communicator = await connect(path, viewer_cookie)
+
+    seen = await messages_until(communicator, lambda m: "Finished:" in m)
+
+    streamed = "".join(seen)
+    assert re.findall(r'href="/job/\?q=mail&amp;id=(\w+)"', streamed) == ["t1"]
+    assert "1 matched of 3 failed jobs of mail looked at" in streamed
+    assert all(len(m.encode()) < 64 * 1024 for m in seen)
+    assert (await communicator.receive_output(timeout=5))["type"] == "websocket.close"
+
+
+async def test_hostile_data_is_streamed_escaped(viewer_client: Client, console_mq: EchoMQ,
+                                                viewer_cookie: bytes) -> None:
+    failed(console_mq, "x<b>", '<script>alert(1)</script> hit', "<img src=x onerror=alert(2)>")
+    console_mq.enqueue("mail", b"\xff\xfe hit \x00", job_id="binary")
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&payload=hit"), viewer_cookie)
+
+    streamed = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
+
+    assert "<script>" not in streamed and "<img" not in streamed and "x<b>" not in streamed
+    assert "&lt;script&gt;" in streamed and "x&lt;b&gt;" in streamed
+    await communicator.disconnect()
+
+
+async def test_many_matches_arrive_in_messages_under_64_kib(viewer_client: Client, console_mq: EchoMQ,
+                                                           viewer_cookie: bytes) -> None:
+    console_mq.enqueue_many("mail", [json.dumps({"note": "hit " + "<&>" * 40})] * 600)
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=pending&payload=hit"), viewer_cookie)
+
+    seen = await messages_until(communicator, lambda m: "Finished:" in m)
+
+    items = sum(m.count('<li class="search-match') for m in seen)
+    assert items == consumers.SHOWN and "600 matched" in seen[-1] and "the first 500 are listed" in seen[-1]
+    assert max(len(m.encode()) for m in seen) < 64 * 1024
+    await communicator.disconnect()
+
+
+async def test_stop_ends_the_search_between_two_steps(viewer_client: Client, console_mq: EchoMQ,
+                                                      viewer_cookie: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    console_mq.enqueue_many("mail", ["{}"] * 3000)
+    # One entry per step, so the search is still running when the stop arrives.
+    monkeypatch.setattr(consumers, "LIMITS", consumers.Limits(step_entries=1, detail=consumers.SHOWN))
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=pending&payload=nothing"),
+                                 viewer_cookie)
+    await messages_until(communicator, lambda m: "Searching…" in m)
+
+    await communicator.send_to(text_data=json.dumps({"action": "cancel"}))
+
+    seen = await messages_until(communicator, lambda m: "Stopped:" in m)
+    assert "stopped by you" in seen[-1]
+    looked = int(re.search(r"0 matched of (\d+) pending", seen[-1]).group(1))  # type: ignore[union-attr]
+    assert looked < 3000
+
+
+async def test_a_search_of_every_queue_names_the_queue_of_each_match(viewer_client: Client, console_mq: EchoMQ,
+                                                                     viewer_cookie: bytes) -> None:
+    failed(console_mq, "m1", "{}", "quota exceeded", queue="mail")
+    failed(console_mq, "s1", "{}", "quota exceeded", queue="sms")
+    failed(console_mq, "x1", "{}", "quota exceeded", queue="other")
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?state=failed&error=quota&in=m"), viewer_cookie)
+
+    streamed = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
+
+    assert sorted(re.findall(r'href="/job/\?q=(\w+)&amp;id=(\w+)"', streamed)) == [("mail", "m1"), ("sms", "s1")]
+    assert '<span class="mono queue">sms</span>' in streamed
+    await communicator.disconnect()
+
+
+async def test_an_anonymous_or_malformed_search_socket_is_closed(console_mq: EchoMQ, viewer_cookie: bytes) -> None:
+    anonymous = await connect("/ws/search/?q=mail&state=failed&error=x&run=0123456789ab", None)
+    malformed = await connect("/ws/search/?q=mail&state=failed&field=a..b%3D1&run=0123456789ab", viewer_cookie)
+    no_token = await connect("/ws/search/?q=mail&state=failed&error=x", viewer_cookie)
+
+    assert await anonymous.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+    assert await malformed.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
+    assert await no_token.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}

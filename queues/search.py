@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from .errors import InvalidInput
+from .errors import InvalidInput, Refused
 from .keys import MAX_JOB_ID, QueueKeys, State, validate_queue_name, validate_state
-from .moves import Call, _text
+from .moves import Call, MoveResult, _text, operator_move
 
 Order = Literal["asc", "desc"]
 JsonKind = Literal["num", "str", "any", "bool", "null"]
@@ -379,7 +379,7 @@ def search_call(queue: str, query: Query, *, cursor: tuple[str, str] = ("", ""),
                 lean: bool = False) -> Call[Slice]:
     """One bounded step of a search of ``queue``: resumes after ``cursor`` (as the previous slice returned it).
 
-    ``high`` overrides the query's highest score ('now': the server's time);
+    ``high`` overrides the query's highest score ('now': the millisecond before the server's time now);
     ``lean`` matches carry id, score, state and attempts only.
     """
     keys = QueueKeys(queue)
@@ -604,5 +604,85 @@ def search(mq: Any, query: Query, queues: list[str], *, limits: Limits | None = 
     return Search(query, queues, limits or Limits()).steps(mq, should_stop=should_stop)
 
 
+# Which state each move over a search starts from (a job found elsewhere is refused by the move itself).
+MATCH_MOVES: Final[dict[str, tuple[str, ...]]] = {
+    "retry": ("failed",), "cancel": ("pending", "active"), "promote": ("pending",),
+    "delete": ("pending", "active", "done", "failed"),
+}
+MOVE_CHUNK: Final = 100
+
+
+@dataclass
+class MoveTally:
+    """What a bulk move over a search did so far; ``skipped`` moved on between being found and being moved."""
+
+    moved: int = 0
+    skipped: int = 0
+    missing: int = 0
+    errors: int = 0
+
+    def add(self, other: MoveTally) -> None:
+        self.moved += other.moved
+        self.skipped += other.skipped
+        self.missing += other.missing
+        self.errors += other.errors
+
+    def describe(self) -> str:
+        return f"moved {self.moved}, skipped {self.skipped}, missing {self.missing}" + (
+            f", errors {self.errors}" if self.errors else "")
+
+
+def check_match_move(move: str, state: str) -> None:
+    if move not in MATCH_MOVES:
+        raise InvalidInput(f"unknown move {move!r}: choose {', '.join(MATCH_MOVES)}")
+    if state not in MATCH_MOVES[move]:
+        raise InvalidInput(f"{move} applies to {' or '.join(MATCH_MOVES[move])} jobs, not to {state} ones")
+
+
+def move_matches(mq: Any, move: str, engine: Search, *, at_most: int | None = None, actor: str = "",
+                 chunk: int = MOVE_CHUNK) -> Iterator[MoveTally]:
+    """Moves what the search finds, as it finds it: one bounded step at a time, each a chunk of compare-and-moves.
+
+    Every job is moved only if it still has the state and attempts it had
+    when the search matched it, so one that moved on since is skipped, never
+    touched. At most ``at_most`` jobs are acted on (the count an operator
+    confirmed): jobs that came to match later are left alone.
+    """
+    check_match_move(move, engine.query.state)
+    if engine.limits.detail != 0:
+        engine.limits = replace(engine.limits, detail=0)
+    taken = 0
+    for step in engine.steps(mq):
+        matches = step.matches
+        if at_most is not None:
+            matches = matches[:max(at_most - taken, 0)]
+        taken += len(matches)
+        for start in range(0, len(matches), chunk):
+            tally = MoveTally()
+            calls = []
+            for m in matches[start:start + chunk]:
+                try:
+                    calls.append(operator_move(move, m.queue, m.id, expect_state=m.state,
+                                               expect_attempts=m.attempts, actor=actor))
+                except InvalidInput:
+                    # Its hash holds a state or attempts no move could expect: left for the integrity check.
+                    tally.skipped += 1
+            for result in mq.run_many(calls):
+                if isinstance(result, MoveResult):
+                    tally.moved += 1
+                elif isinstance(result, Refused) and result.reason == "missing":
+                    tally.missing += 1
+                elif isinstance(result, Refused):
+                    tally.skipped += 1
+                else:
+                    tally.errors += 1
+            yield tally
+        if not matches:
+            yield MoveTally()
+        if at_most is not None and taken >= at_most:
+            engine.stop(f"acted on the {at_most} jobs confirmed")
+            return
+
+
 __all__ = ["FieldFilter", "Query", "Match", "Slice", "Limits", "Step", "Search", "search",
-           "search_call", "parse_path", "format_path", "parse_moment", "DEFAULT_ORDER"]
+           "search_call", "move_matches", "MoveTally", "MATCH_MOVES", "check_match_move", "parse_path", "format_path", "parse_moment", "DEFAULT_ORDER"]

@@ -10,9 +10,10 @@
 --       3 cursor score, 4 cursor id: resume after this entry ('' '' = start),
 --       5 lowest score, 6 highest score (the window on the set's score:
 --         due time, lease deadline or finish time; '-inf' / '+inf' = open;
---         'now' = the server's time now, which the reply returns so that later
---         calls can pass it: jobs that enter the set after the search began
---         then lie beyond its window),
+--         'now' = the millisecond before the server's time now, which the
+--         reply returns so that later calls can pass it: a job that enters the
+--         set after the search began then lies beyond its window, even in the
+--         millisecond it began),
 --       7 entries to look at in this call at most (1..10000),
 --       8 time budget in microseconds (100..100000), checked every 32
 --         entries and after each 256 KiB of payload read,
@@ -53,7 +54,7 @@ local cursor_score, cursor_id = ARGV[3], ARGV[4]
 if (cursor_score == '') ~= (cursor_id == '') then return bad_arg('a cursor needs a score and an id') end
 if cursor_score ~= '' and tonumber(cursor_score) == nil then return bad_arg('cursor score must be a number') end
 local low, high = ARGV[5], ARGV[6]
-if high == 'now' then high = tostring(now_ms()) end
+if high == 'now' then high = tostring(now_ms() - 1) end
 local low_n, high_n = tonumber(low), tonumber(high)
 if low == '-inf' then low_n = -math.huge end
 if high == '+inf' then high_n = math.huge end

@@ -26,6 +26,7 @@ def failed(mq: EchoMQ, job_id: str, payload: str, error: str, queue: str = "mail
     mq.enqueue(queue, payload, job_id=job_id, max_attempts=1)
     [job] = [j for j in mq.claim(queue, count=1000) if j.id == job_id]
     mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -19,6 +20,7 @@ def failed(mq: EchoMQ, job_id: str, payload: bytes | str, error: str = "boom", q
     mq.enqueue(queue, payload, job_id=job_id, max_attempts=1)
     [job] = [j for j in mq.claim(queue, count=1000) if j.id == job_id]
     mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
 
 
 def keyspace(mq: EchoMQ) -> dict[bytes, bytes]:
@@ -213,6 +215,8 @@ def test_a_search_stops_at_its_match_limit(mq: EchoMQ) -> None:
 def test_a_job_that_leaves_and_reenters_the_set_while_the_search_runs_is_reported_once(mq: EchoMQ) -> None:
     for n in range(30):
         failed(mq, f"j{n:02d}", "{}", error="timeout")
+    # A search of done or failed jobs covers those that ended before the millisecond it began.
+    time.sleep(0.002)
     engine = Search(Query("failed", error="timeout", order="asc"), ["q"], Limits(step_entries=10))
     first = engine.feed(mq.run(engine.next_call()))
     reported = {m.id: m.attempts for m in first.matches}

@@ -16,6 +16,7 @@ from typing import Final
 from queues import EchoMQ, InvalidInput, MoveResult, Refused
 from queues import moves as queue_moves
 from queues.keys import validate_job_id, validate_queue_name
+from queues.search import Limits, Query, Search, check_match_move, move_matches
 
 DEFAULT_LIMIT: Final = 200
 SELECTION_CHUNK: Final = 100
@@ -152,6 +153,27 @@ def _outcome(item: Selected, result: object) -> Tally:
     if isinstance(result, Refused):
         return Tally(skipped=1, outcomes=[{**seen, "outcome": "skipped", "text": result.describe()}])
     return Tally(errors=1, outcomes=[{**seen, "outcome": "error", "text": str(result)}])
+
+
+def search_steps(mq: EchoMQ, move: str, query: Query, queue: str, *, at_most: int,
+                 actor: str | None = None) -> Iterator[Tally]:
+    """Compare-and-move on what a search of one queue finds, as it finds it, on at most ``at_most`` jobs.
+
+    Checked now, run as iterated: one search step, then its matches in
+    chunks of pipelined moves, each job against the state and attempts it
+    had when it matched.
+    """
+    check_match_move(move, query.state)
+    at_most = queue_moves._int(at_most, "at most", 1)
+    engine = Search(query, [validate_queue_name(queue)], Limits(max_queues=1, max_matches=None, seconds=None,
+                                                                detail=0))
+    actor = mq.actor if actor is None else actor
+    return _search_tallies(mq, move, engine, at_most, actor)
+
+
+def _search_tallies(mq: EchoMQ, move: str, engine: Search, at_most: int, actor: str) -> Iterator[Tally]:
+    for step in move_matches(mq, move, engine, at_most=at_most, actor=actor):
+        yield Tally(moved=step.moved, skipped=step.skipped, missing=step.missing, errors=step.errors)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ class AuditEntry(models.Model):
         JOB = "job", "one job"
         SELECTION = "selection", "ticked jobs"
         QUEUE = "queue", "whole queue"
+        SEARCH = "search", "jobs a search found"
 
     class Outcome(models.TextChoices):
         RUNNING = "running", "running"

@@ -13,6 +13,7 @@ from typing import Final
 from dashboard.services import emq
 from dashboard.templatetags.console import duration
 from queues import InvalidInput, validate_job_id, validate_queue_name
+from queues.search import Query, check_match_move
 
 from .bulk import QUEUE_ACTIONS, Selected
 from .confirmations import Proposal
@@ -126,3 +127,24 @@ def queue_preview(*, action: str, queue: str, older_than_ms: int) -> Preview:
     return Preview(proposal, n, f"Purge {n} {state} {'job' if n == 1 else 'jobs'} of", f"{age}?",
                    "This cannot be undone: purged jobs are deleted.", f"Yes, purge {_jobs(n)}", "Keep them",
                    nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.")
+
+
+def search_proposal(*, move: str, queue: str, query: Query, at_most: int) -> Proposal:
+    check_match_move(move, query.state)
+    return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.SEARCH,
+                    {"query": query.as_dict(), "at_most": at_most})
+
+
+def search_preview(*, move: str, queue: str, query: Query, count: int, counted: str) -> Preview:
+    """Acting on what a search found: the query in words and how many it matched (``counted`` says when)."""
+    proposal = search_proposal(move=move, queue=queue, query=query, at_most=max(count, 1))
+    verb = {"retry": "Retry", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}[move]
+    warning = {
+        "delete": "This cannot be undone.",
+        "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
+    }.get(move, "")
+    return Preview(proposal, count, f"{verb} the {_jobs(count)} {counted}: {query.describe()}, in", "?",
+                   (warning + " " if warning else "") + "Each moves only if it is still as the search finds it; "
+                   f"one that moved on is skipped. At most {_jobs(count)} move, even if more match by then.",
+                   f"Yes, {verb.lower()} {_jobs(count)}", "Keep them",
+                   nothing="" if count else f"No job matches {query.describe()} in {queue} now: nothing to do.")

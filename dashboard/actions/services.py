@@ -14,9 +14,11 @@ from django.utils import timezone
 from dashboard.services import emq
 from queues import InvalidInput, Refused, Unavailable, validate_queue_name
 from queues import moves as queue_moves
+from queues.search import Query
 
 from . import access, runner
-from .bulk import DEFAULT_LIMIT, MAX_SELECTION, QUEUE_ACTIONS, Selected, queue_steps, selection_steps
+from .bulk import (DEFAULT_LIMIT, MAX_SELECTION, QUEUE_ACTIONS, Selected, queue_steps, search_steps,
+                   selection_steps)
 from .models import AuditEntry
 
 JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
@@ -111,6 +113,14 @@ def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected])
     steps = selection_steps(emq(), move, queue, selected, actor=actor_for(user))
     jobs = [{"id": s.id, "state": s.state, "attempts": s.attempts} for s in selected]
     return _start(user, move, queue, AuditEntry.Scope.SELECTION, jobs, {}, steps)
+
+
+def search_act(*, user: Any, move: str, queue: str, query: Query, at_most: int) -> AuditEntry:
+    """Starts a compare-and-move on what a search of ``queue`` finds, at most ``at_most`` jobs (as confirmed)."""
+    check_access(user=user, queue=queue)
+    steps = search_steps(emq(), move, query, queue, at_most=at_most, actor=actor_for(user))
+    parameters = {"query": query.as_dict(), "describe": query.describe(), "at_most": at_most}
+    return _start(user, move, queue, AuditEntry.Scope.SEARCH, [], parameters, steps)
 
 
 def _start(user: Any, action: str, queue: str, scope: str, jobs: list[dict[str, str]], parameters: dict[str, object],

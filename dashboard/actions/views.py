@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -17,7 +17,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.search.requests import SearchRequest, count_from_token, valid_run_token
+from dashboard.services import emq
 from queues import InvalidInput, Unavailable
+from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
 from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
@@ -213,3 +216,60 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     if getattr(request, "htmx", False) and request.headers.get("HX-Target") == "audit-rows":
         return render(request, "dashboard/actions/audit_rows.html", context)
     return render(request, "dashboard/actions/audit_log.html", context)
+
+
+SEARCH_COUNT_S: Final = 5.0
+
+
+def _search_count(request: HttpRequest, search: SearchRequest) -> tuple[int, str]:
+    """How many jobs the search matches: as the finished search signed it, or counted now (bounded in time)."""
+    signed = count_from_token(request.POST.get("counted", ""), search, user_id=request.user.pk)
+    if signed is not None:
+        return signed, "the search found"
+    engine = Search(search.query, [search.queue], Limits(max_queues=1, max_matches=None, seconds=SEARCH_COUNT_S,
+                                                         detail=0))
+    for _ in engine.steps(emq()):
+        pass
+    if engine.stopped:
+        return engine.matched, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
+    return engine.matched, "matching now"
+
+
+@require_POST
+@operators_only
+def search_action(request: HttpRequest) -> HttpResponse:
+    """Retry, cancel, promote or delete what a search of one queue finds; always asks first, with the count."""
+    data = request.POST
+    move = data.get("move", "")
+    queue = data.get("q", "").strip()
+    if not queue:
+        raise InvalidInput("a bulk action acts on the search of one queue: search that queue")
+    now_ms = emq().server_time_ms(queue)
+    search = SearchRequest.parse(data, now_ms=now_ms)
+    check_match_move(move, search.query.state)
+    services.check_access(user=request.user, queue=queue)
+    run = data.get("run", "")
+    target = f"#search-runs-{run}" if valid_run_token(run) else "#action-runs"
+    fields = [("move", move), *search.params().items(), *([("run", run)] if valid_run_token(run) else [])]
+    if data.get("confirmation"):
+        at_most = _at_most(data.get("at_most", ""))
+        proposal = previews.search_proposal(move=move, queue=queue, query=search.query, at_most=at_most)
+        answer = _confirmed(request, lambda: previews.search_preview(move=move, queue=queue, query=search.query,
+                                                                     count=at_most, counted=""),
+                            proposal, fields, target)
+    else:
+        count, counted = _search_count(request, search)
+        preview = previews.search_preview(move=move, queue=queue, query=search.query, count=count, counted=counted)
+        at_most = preview.proposal.parameters["at_most"]
+        answer = _confirmed(request, lambda: preview, preview.proposal, [*fields, ("at_most", str(at_most))],
+                            target)
+    if answer is not None:
+        return answer
+    entry = services.search_act(user=request.user, move=move, queue=queue, query=search.query, at_most=at_most)
+    return _started(request, entry)
+
+
+def _at_most(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidInput(f"at most must be a whole number of jobs, not {text!r}")
+    return int(text)

@@ -17,16 +17,18 @@ import time
 from collections.abc import Iterator
 from typing import Any, Final
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput
-from queues.search import Limits, Match, Search, Step
+from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
+from ..actions import access
 from ..consumers import BAD_REQUEST, accept_signed_in
 from ..services import emq, read
 from .items import match_messages
-from .requests import SearchRequest, valid_run_token
+from .requests import SearchRequest, count_token, valid_run_token
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +124,25 @@ class SearchConsumer(AsyncWebsocketConsumer):
                 flushed_at = now
             if step is None:
                 break
+        if request.queue:
+            await self.send(text_data=await self._act())
         await self.close(code=1000)
+
+    async def _act(self) -> str:
+        """The act buttons for a finished search of one queue, for someone who may act on it."""
+        engine, request, user = self.engine, self.search_request, self.scope["user"]
+        assert engine is not None
+        act: dict[str, Any] | None = None
+        note = ""
+        if engine.stopped:
+            note = "The search did not run to its end, so there is no count to act on: search again to the end."
+        elif not engine.matched:
+            note = "Nothing matched: nothing to act on."
+        elif await database_sync_to_async(access.may_act)(user, request.queue):
+            act = {"params": list(request.params().items()),
+                   "counted": count_token(request, count=engine.matched, user_id=user.pk),
+                   "moves": [m for m, states in MATCH_MOVES.items() if request.query.state in states]}
+        return render_to_string("dashboard/search/_act.html", self._context(final=True, act=act, act_note=note))
 
     def _progress(self, *, final: bool = False) -> str:
         return render_to_string("dashboard/search/_progress.html", self._context(final=final))

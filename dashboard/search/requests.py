@@ -7,11 +7,15 @@ search all mean exactly the same jobs.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlencode
+
+from django.core import signing
 
 from queues import InvalidInput, validate_queue_name
 from queues.search import Query
@@ -73,3 +77,29 @@ def new_run_token() -> str:
 
 def valid_run_token(text: str) -> bool:
     return len(text) == 12 and all(c in "0123456789abcdef" for c in text)
+
+
+COUNT_SALT: Final = "dashboard.search.count"
+# How long the count a finished search signed is taken as what "matched when confirmed" starts from.
+COUNT_MAX_AGE_S: Final = 600
+
+
+def _digest(search: SearchRequest) -> str:
+    return hashlib.sha256(json.dumps(search.params(), sort_keys=True).encode()).hexdigest()
+
+
+def count_token(search: SearchRequest, *, count: int, user_id: int) -> str:
+    """What a finished search found, signed for this user: the act buttons carry it to the confirmation step."""
+    return signing.dumps({"d": _digest(search), "n": count, "u": user_id}, salt=COUNT_SALT)
+
+
+def count_from_token(token: str, search: SearchRequest, *, user_id: int) -> int | None:
+    """The count a search signed for exactly this request and user, recently; None when it is not one."""
+    try:
+        claims = signing.loads(token, salt=COUNT_SALT, max_age=COUNT_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    if not isinstance(claims, dict) or claims.get("d") != _digest(search) or claims.get("u") != user_id:
+        return None
+    count = claims.get("n")
+    return count if isinstance(count, int) and count >= 0 else None

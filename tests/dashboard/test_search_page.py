@@ -126,7 +126,31 @@ async def test_the_socket_streams_the_matches_then_says_it_finished(viewer_clien
     assert re.findall(r'href="/job/\?q=mail&amp;id=(\w+)"', streamed) == ["t1"]
     assert "1 matched of 3 failed jobs of mail looked at" in streamed
     assert all(len(m.encode()) < 64 * 1024 for m in seen)
+    act = await communicator.receive_from(timeout=5)
+    assert "search-act-" in act and "<form" not in act  # a viewer is offered no action
     assert (await communicator.receive_output(timeout=5))["type"] == "websocket.close"
+
+
+@pytest.fixture
+def operator_cookie(operator: User) -> bytes:
+    client = Client()
+    client.force_login(operator)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def test_an_operator_is_offered_the_moves_of_the_state_with_the_count(operator_client: Client,
+                                                                            console_mq: EchoMQ,
+                                                                            operator_cookie: bytes) -> None:
+    failed(console_mq, "t1", "{}", "timeout")
+    failed(console_mq, "t2", "{}", "timeout")
+    path = await sync_to_async(ws_path)(operator_client, "/search/?q=mail&state=failed&error=timeout")
+    communicator = await connect(path, operator_cookie)
+    await messages_until(communicator, lambda m: "Finished:" in m)
+
+    act = await communicator.receive_from(timeout=5)
+
+    assert re.findall(r'name="move" value="(\w+)"', act) == ["retry", "delete"]
+    assert ">Retry 2</button>" in act and 'name="counted"' in act
 
 
 async def test_hostile_data_is_streamed_escaped(viewer_client: Client, console_mq: EchoMQ,

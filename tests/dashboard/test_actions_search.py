@@ -1,0 +1,153 @@
+"""Acting on what a search found: asked first with the query and the count, then run as a bulk run with an audit row."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard.actions import runner, services
+from dashboard.actions.bulk import Tally
+from dashboard.actions.models import AuditEntry
+from dashboard.search.requests import SearchRequest, count_token
+from queues import EchoMQ, moves
+from queues.integrity import check_queue
+from queues.search import Query
+from tests.support.confirm import confirmation_token
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def failed(mq: EchoMQ, count: int, error: str, queue: str = "mail") -> list[str]:
+    ids = mq.enqueue_many(queue, ["{}"] * count, max_attempts=1)
+    for start in range(0, count, 1000):
+        claimed = mq.claim(queue, lease_ms=60_000, count=min(1000, count - start))
+        mq.run_many([moves.fail(queue, j.id, j.token, error=error, backoff_ms=0) for j in claimed])
+    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
+    return ids
+
+
+def finished(entry_id: int) -> AuditEntry:
+    assert runner.wait(entry_id, timeout=60), "the run did not end"
+    return AuditEntry.objects.get(pk=entry_id)
+
+
+SEARCH = {"q": "mail", "state": "failed", "error": "timeout"}
+
+
+def ask(client: Client, data: dict[str, Any]) -> Any:
+    return client.post("/actions/search/", data, headers={"HX-Request": "true"})
+
+
+def test_the_confirmation_states_the_query_and_how_many_the_search_found(operator_client: Client,
+                                                                         operator: User, console_mq: EchoMQ) -> None:
+    failed(console_mq, 30, "timeout after 3012 ms")
+    failed(console_mq, 5, "card declined")
+    counted = count_token(SearchRequest.parse(SEARCH, now_ms=0), count=30, user_id=operator.pk)
+
+    asked = ask(operator_client, {**SEARCH, "move": "retry", "counted": counted})
+
+    html = asked.content.decode()
+    assert asked.status_code == 200 and "<dialog" in html
+    assert "Retry the 30 jobs the search found: failed jobs whose error contains &#x27;timeout&#x27;" in html
+    assert AuditEntry.objects.count() == 0 and console_mq.stats("mail").counts["failed"] == 35
+
+
+def test_without_a_signed_count_the_confirmation_counts_now(operator_client: Client, console_mq: EchoMQ) -> None:
+    failed(console_mq, 12, "timeout")
+    forged = count_token(SearchRequest.parse({**SEARCH, "error": "other"}, now_ms=0), count=99, user_id=1)
+
+    html = ask(operator_client, {**SEARCH, "move": "delete", "counted": forged}).content.decode()
+
+    assert "Delete the 12 jobs matching now" in html and "This cannot be undone." in html
+
+
+def test_a_confirmed_retry_moves_the_matches_and_writes_the_query_in_the_audit_row(operator_client: Client,
+                                                                                   console_mq: EchoMQ) -> None:
+    failed(console_mq, 30, "timeout")
+    declined = failed(console_mq, 5, "card declined")
+    token = confirmation_token(ask(operator_client, {**SEARCH, "move": "retry"}).content.decode())
+    asked_fields = {**SEARCH, "move": "retry", "at_most": "30", "confirmation": token}
+
+    started = ask(operator_client, asked_fields)
+
+    assert started.status_code == 200
+    entry = finished(AuditEntry.objects.get().pk)
+    assert (entry.scope, entry.action, entry.outcome, entry.moved, entry.skipped, entry.missing) == (
+        "search", "retry", "finished", 30, 0, 0)
+    assert entry.parameters["query"] == {"state": "failed", "error": "timeout"}
+    assert entry.parameters["describe"] == "failed jobs whose error contains 'timeout'"
+    assert entry.parameters["at_most"] == 30
+    assert {console_mq.job("mail", i).state for i in declined} == {"failed"}
+    assert console_mq.stats("mail").counts["pending"] == 30
+
+
+def test_a_confirmation_for_a_larger_count_or_another_query_is_refused(operator_client: Client,
+                                                                       console_mq: EchoMQ) -> None:
+    failed(console_mq, 3, "timeout")
+    token = confirmation_token(ask(operator_client, {**SEARCH, "move": "retry"}).content.decode())
+
+    bigger = ask(operator_client, {**SEARCH, "move": "retry", "at_most": "3000", "confirmation": token})
+    other = ask(operator_client, {**SEARCH, "error": "time", "move": "retry", "at_most": "3", "confirmation": token})
+
+    assert bigger.status_code == 409 and other.status_code == 409
+    assert console_mq.stats("mail").counts["failed"] == 3
+    assert not AuditEntry.objects.exclude(outcome="refused").exists()
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({**SEARCH, "move": "promote"}, "promote applies to pending"),
+    ({**SEARCH, "q": "", "move": "retry"}, "one queue"),
+    ({"q": "mail", "state": "failed", "move": "retry"}, "give at least one filter"),
+    ({**SEARCH, "field": "a..b=1", "move": "retry"}, "cannot read field path"),
+])
+def test_a_bad_request_is_refused_in_words_and_changes_nothing(operator_client: Client, console_mq: EchoMQ,
+                                                              data: dict[str, str], message: str) -> None:
+    failed(console_mq, 2, "timeout")
+
+    response = ask(operator_client, data)
+
+    assert response.status_code == 400 and message in response.content.decode()
+    assert console_mq.stats("mail").counts["failed"] == 2 and not AuditEntry.objects.exists()
+
+
+def test_a_viewer_may_not_act_on_a_search(viewer_client: Client, console_mq: EchoMQ) -> None:
+    failed(console_mq, 2, "timeout")
+
+    response = ask(viewer_client, {**SEARCH, "move": "delete"})
+
+    assert response.status_code == 403 and console_mq.stats("mail").counts["failed"] == 2
+
+
+def test_a_bulk_over_a_search_cancelled_half_way_leaves_every_job_in_one_state_with_an_audit_row(
+        operator: User, console_mq: EchoMQ, monkeypatch: pytest.MonkeyPatch) -> None:
+    total = 2000
+    failed(console_mq, total, "timeout")
+    gate, first_step_done = threading.Event(), threading.Event()
+    real_steps = services.search_steps
+
+    def held_after_the_first_chunk(*args: Any, **kwargs: Any) -> Iterator[Tally]:
+        steps = real_steps(*args, **kwargs)
+        yield next(steps)
+        first_step_done.set()
+        gate.wait(30)  # held until the operator has cancelled: the cancel lands half-way by construction
+        yield from steps
+
+    monkeypatch.setattr(services, "search_steps", held_after_the_first_chunk)
+    entry = services.search_act(user=operator, move="retry", queue="mail", query=Query("failed", error="timeout"),
+                                at_most=total)
+    assert first_step_done.wait(30)
+    services.run_cancel(user=operator, entry_id=entry.pk)
+    gate.set()
+
+    entry = finished(entry.pk)
+    counts = console_mq.stats("mail").counts
+    assert entry.outcome == "cancelled" and 0 < entry.moved < total
+    assert counts == {"pending": entry.moved, "active": 0, "done": 0, "failed": total - entry.moved}
+    assert check_queue(console_mq, "mail").ok
+    assert entry.scope == "search" and entry.parameters["describe"] == "failed jobs whose error contains 'timeout'"

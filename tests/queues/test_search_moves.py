@@ -1,0 +1,105 @@
+"""Acting on what a search finds: each job moves only as it was found; one that moved on is skipped, never touched."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from queues import EchoMQ, InvalidInput, moves
+from queues.integrity import check_queue
+from queues.search import Limits, MoveTally, Query, Search, move_matches
+
+
+def failed(mq: EchoMQ, count: int, error: str, queue: str = "q") -> list[str]:
+    ids = mq.enqueue_many(queue, ['{"n": 1}'] * count, max_attempts=1)
+    claimed = mq.claim(queue, lease_ms=60_000, count=count)
+    mq.run_many([moves.fail(queue, j.id, j.token, error=error, backoff_ms=0) for j in claimed])
+    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
+    return ids
+
+
+def total(tallies: Any) -> MoveTally:
+    out = MoveTally()
+    for tally in tallies:
+        out.add(tally)
+    return out
+
+
+class WorkerBetweenFindAndMove:
+    """The client a bulk move runs on, with a worker that gets in first: before each chunk of moves is sent,
+    the worker retries and claims ``victims`` of it (as any worker could, between the search and the move)."""
+
+    def __init__(self, mq: EchoMQ, victims: int) -> None:
+        self.mq, self.victims, self.taken = mq, victims, []  # type: ignore[var-annotated]
+
+    def run(self, call: Any) -> Any:
+        return self.mq.run(call)
+
+    def run_many(self, calls: list[Any]) -> list[Any]:
+        for call in calls[:self.victims]:
+            job_id = call.args[0]
+            self.mq.retry("q", job_id)
+            self.taken.append(job_id)
+        if self.taken:
+            self.mq.claim("q", count=len(self.taken))
+        return self.mq.run_many(calls)
+
+
+def test_a_retry_over_a_search_moves_the_matches_only(mq: EchoMQ) -> None:
+    timeouts = failed(mq, 30, "timeout after 3012 ms")
+    others = failed(mq, 20, "card declined")
+
+    tally = total(move_matches(mq, "retry", Search(Query("failed", error="timeout"), ["q"])))
+
+    assert (tally.moved, tally.skipped, tally.missing) == (30, 0, 0)
+    assert {mq.job("q", i).state for i in timeouts} == {"pending"}
+    assert {mq.job("q", i).state for i in others} == {"failed"}
+
+
+def test_a_job_that_moved_on_between_being_found_and_being_moved_is_skipped_and_untouched(mq: EchoMQ) -> None:
+    failed(mq, 10, "timeout")
+    client = WorkerBetweenFindAndMove(mq, victims=3)
+
+    tally = total(move_matches(client, "delete", Search(Query("failed", error="timeout"), ["q"])))
+
+    assert (tally.moved, tally.skipped, tally.missing) == (7, 3, 0)
+    for job_id in client.taken:
+        job = mq.job("q", job_id)
+        assert (job.state, job.attempts) == ("active", "2"), "the worker's job was touched"
+    assert check_queue(mq, "q").ok
+
+
+def test_a_bulk_move_acts_on_at_most_the_count_confirmed(mq: EchoMQ) -> None:
+    failed(mq, 25, "timeout")
+    engine = Search(Query("failed", error="timeout", order="asc"), ["q"], Limits(lean_step_matches=10))
+
+    tally = total(move_matches(mq, "retry", engine, at_most=12))
+
+    assert tally.moved == 12 and mq.stats("q").counts["failed"] == 13
+    assert engine.stopped == "acted on the 12 jobs confirmed"
+
+
+def test_a_bulk_move_stopped_half_way_leaves_every_job_in_exactly_one_state(mq: EchoMQ) -> None:
+    ids = failed(mq, 500, "timeout")
+    steps = move_matches(mq, "retry", Search(Query("failed", error="timeout"), ["q"], Limits(lean_step_matches=50)),
+                         chunk=25)
+
+    done = MoveTally()
+    for tally in steps:
+        done.add(tally)
+        if done.moved >= 100:
+            break
+
+    counts = mq.stats("q").counts
+    assert done.moved == 100 and counts == {"pending": 100, "active": 0, "done": 0, "failed": 400}
+    assert check_queue(mq, "q").ok
+    assert sorted(mq.job("q", i).state for i in ids).count("pending") == 100
+
+
+@pytest.mark.parametrize(("move", "state"), [("retry", "pending"), ("promote", "failed"), ("recover", "active"),
+                                             ("cancel", "done")])
+def test_a_move_that_cannot_start_from_the_searched_state_is_refused(mq: EchoMQ, move: str, state: str) -> None:
+    with pytest.raises(InvalidInput):
+        next(move_matches(mq, move, Search(Query(state, error="x"), ["q"])))  # type: ignore[arg-type]

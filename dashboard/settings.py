@@ -36,6 +36,8 @@ if DEBUG and not DEMO and any(h not in _LOCAL_HOSTS for h in ALLOWED_HOSTS):
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Entries of a state one step of a console search looks at, at most (each step is also held to ~2 ms).
+EMQ_SEARCH_STEP_ENTRIES = int(os.environ.get("EMQ_SEARCH_STEP_ENTRIES", "2000"))
 
 INSTALLED_APPS = [
     "daphne",

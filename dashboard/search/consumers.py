@@ -15,9 +15,11 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Final
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
@@ -36,6 +38,10 @@ PROGRESS_EVERY_S: Final = 0.25
 # Shown on the page in full; the rest are counted (what a bulk action over the search would move).
 SHOWN: Final = 500
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
+
+
+def limits() -> Limits:
+    return replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES)
 
 
 class SearchConsumer(AsyncWebsocketConsumer):
@@ -100,7 +106,7 @@ class SearchConsumer(AsyncWebsocketConsumer):
                                                                            f"{request.queue_filter!r}")))
             await self.close(code=1000)
             return
-        self.engine = engine = Search(request.query, names, LIMITS)
+        self.engine = engine = Search(request.query, names, limits())
         steps: Iterator[Step] = engine.steps(emq())
         list_id = f"search-matches-{self.token}"
         # The first message empties the list: after a reconnect the search starts again from the top.

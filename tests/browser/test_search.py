@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues import EchoMQ, QueueKeys, moves
-from tests.browser.conftest import Console
+from tests.browser.conftest import Console, _start_daphne, _stop
 
 pytestmark = pytest.mark.browser
 
 QUEUE = "browser-search"
-FILLER = 400_000
+FILLER = 20_000
 
 # Pending jobs as enqueue writes them, in bulk (test data only): the first `hits` carry the text searched for.
 _FILL = """
@@ -34,7 +35,7 @@ return count
 @pytest.fixture(scope="module")
 def haystack(console: Console) -> Iterator[EchoMQ]:
     """FILLER pending jobs, the oldest three of which hold "needle": a search finds them at once and then
-    keeps walking for a second or more, however fast the machine."""
+    keeps walking the rest (one entry per step on the slow console: many seconds, however fast the machine)."""
     mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
     fill = mq.redis.register_script(_FILL)
     prefix = QueueKeys(QUEUE).prefix
@@ -50,9 +51,21 @@ def haystack(console: Console) -> Iterator[EchoMQ]:
     mq.close()
 
 
-def test_a_search_lists_matches_while_it_runs_and_stop_ends_it(page: Page, console: Console,
+@pytest.fixture(scope="module")
+def slow_console(console: Console) -> Iterator[str]:
+    """Another daphne on the same Redis and database whose searches look at one entry per step."""
+    workdir = Path(console.env["EMQ_CONSOLE_WORKDIR"])
+    url, daphne = _start_daphne({**console.env, "EMQ_SEARCH_STEP_ENTRIES": "1"}, workdir, "daphne-slow-search")
+    try:
+        yield url
+    finally:
+        _stop(daphne)
+
+
+def test_a_search_lists_matches_while_it_runs_and_stop_ends_it(page: Page, slow_console: str,
                                                                haystack: EchoMQ) -> None:
-    page.goto(console.url + f"queue/?q={QUEUE}&state=pending")
+    # Cookies are per host, not per port: the login is good for the other process too.
+    page.goto(slow_console + f"queue/?q={QUEUE}&state=pending")
     form = page.locator(".queue-search form")
     form.locator("input[name=payload]").fill("needle")
     form.locator("button[type=submit]").click()
@@ -94,4 +107,32 @@ def test_search_results_need_no_sideways_scroll_on_a_phone(browser: Browser, con
                            ".map(e => e.getBoundingClientRect().right))")
     assert right <= 390
     context.close()
+    mq.close()
+
+
+def test_acting_on_a_search_asks_with_the_query_and_the_count_then_moves_them(operator_page: Page,
+                                                                              console: Console) -> None:
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    queue = "browser-search-act"
+    for n, error in enumerate(["timeout after 3012 ms"] * 4 + ["card declined"] * 2):
+        mq.enqueue(queue, "{}", job_id=f"a{n}", max_attempts=1)
+        [job] = mq.claim(queue)
+        mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+    page = operator_page
+    page.goto(console.url + f"queue/?q={queue}&state=failed")
+    form = page.locator(".queue-search form")
+    form.locator("input[name=error]").fill("timeout")
+    form.locator("button[type=submit]").click()
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+
+    page.locator(".search-act-form button[value=retry]").click()
+
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".confirm-question")).to_have_text(
+        f"Retry the 4 jobs the search found: failed jobs whose error contains 'timeout', in {queue}?")
+    assert mq.stats(queue).counts["failed"] == 6  # nothing moved before the confirmation
+    dialog.locator("button.danger").click()
+    expect(page.locator(".run-progress .tally")).to_contain_text("4 moved, 0 skipped", timeout=15_000)
+    assert mq.stats(queue).counts == {"pending": 4, "active": 0, "done": 0, "failed": 2}
     mq.close()

@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.asgi import application
 from dashboard.search import consumers
@@ -180,10 +181,10 @@ async def test_many_matches_arrive_in_messages_under_64_kib(viewer_client: Clien
 
 
 async def test_stop_ends_the_search_between_two_steps(viewer_client: Client, console_mq: EchoMQ,
-                                                      viewer_cookie: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      viewer_cookie: bytes, settings: SettingsWrapper) -> None:
     console_mq.enqueue_many("mail", ["{}"] * 3000)
     # One entry per step, so the search is still running when the stop arrives.
-    monkeypatch.setattr(consumers, "LIMITS", consumers.Limits(step_entries=1, detail=consumers.SHOWN))
+    settings.EMQ_SEARCH_STEP_ENTRIES = 1
     communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=pending&payload=nothing"),
                                  viewer_cookie)
     await messages_until(communicator, lambda m: "Searching…" in m)

@@ -8,6 +8,7 @@ so a browser gets at most a few updates per second however fast jobs move.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any, Final
@@ -71,7 +72,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self.subscription.close()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Live pages only listen; issue 4's actions arrive over HTTP."""
+        """A page says what it shows (its rows, its filter); actions never come this way, only over HTTP."""
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            return
+        page = getattr(self, "page", None)
+        if page is not None and isinstance(message, dict) and page.hear(message):
+            await self._send_all(await self._safely(self.page.full(self.follower)))
 
     async def _push(self) -> None:
         assert self.subscription is not None
@@ -104,7 +112,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
 class OverviewConsumer(LiveConsumer):
     def make_page(self, query: dict[str, str]) -> LivePage:
-        return OverviewPage()
+        return OverviewPage(query.get("filter", ""))
 
 
 class QueueConsumer(LiveConsumer):

@@ -14,11 +14,14 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from queues import EmqError, reads
+from queues import EmqError, InvalidInput, reads, validate_job_id
 from queues.follower import Follower, Update, job_history
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
+
+# The longest overview filter a page may set (a queue name is at most this long too).
+FILTER_MAX = 128
 
 
 def _render(template: str, context: dict[str, Any]) -> str:
@@ -48,15 +51,29 @@ class LivePage(ABC):
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         """The fragments this update touches (WebSocket messages; empty: nothing to send)."""
 
+    def hear(self, message: dict[str, Any]) -> bool:
+        """Takes what the page says about itself; True when it should be rendered again at once."""
+        return False
+
 
 class OverviewPage(LivePage):
     queues = None
 
-    def __init__(self) -> None:
+    def __init__(self, name_filter: str = "") -> None:
         self.shown: set[str] = set()
+        self.filter = name_filter.strip()[:FILTER_MAX]
 
     def _names(self, follower: Follower) -> list[str]:
-        return list(follower.registered) or sorted(follower.stats)
+        names = list(follower.registered) or sorted(follower.stats)
+        return presenters.filter_names(names, self.filter)
+
+    def hear(self, message: dict[str, Any]) -> bool:
+        """The operator typed in the filter box: the table is sent again, filtered as the URL says."""
+        text = message.get("filter")
+        if not isinstance(text, str) or text.strip()[:FILTER_MAX] == self.filter:
+            return False
+        self.filter = text.strip()[:FILTER_MAX]
+        return True
 
     def _rows(self, follower: Follower, names: list[str]) -> list[presenters.QueueRow]:
         results: list[QueueStats | Exception] = [
@@ -74,17 +91,19 @@ class OverviewPage(LivePage):
         self.shown = set(names)
         rows = self._rows(follower, names)
         return _render("dashboard/_overview_rows.html",
-                       {"rows": rows, "rows_html": row_html.overview_rows(rows, cluster=follower.cluster)})
+                       {"rows": rows, "rows_html": row_html.overview_rows(rows, cluster=follower.cluster),
+                        "filter": self.filter})
 
     async def full(self, follower: Follower) -> list[str]:
         return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(follower)]
-        names = set(update.stats)
+        names = set(presenters.filter_names(list(update.stats), self.filter))
         if update.tick:
-            names.update(follower.throughput.busy(follower.now_ms))
-        if update.up is True or any(n not in self.shown for n in names | set(update.queues_added)):
+            names.update(presenters.filter_names(list(follower.throughput.busy(follower.now_ms)), self.filter))
+        added = presenters.filter_names(list(update.queues_added), self.filter)
+        if update.up is True or any(n not in self.shown for n in names | set(added)):
             messages.append(self._table(follower))
         elif names:
             rows = self._rows(follower, sorted(names & self.shown))
@@ -97,19 +116,37 @@ class QueuePage(LivePage):
     def __init__(self, window: presenters.Window) -> None:
         self.window = window
         self.queues = frozenset([window.queue])
+        # The jobs whose rows the page shows (it keeps them while the operator works in the table).
+        self.shown: list[str] = []
+
+    def hear(self, message: dict[str, Any]) -> bool:
+        """The page says which rows it shows: each push then also says where those jobs are now."""
+        ids = message.get("shown")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return False
+        try:
+            shown = [validate_job_id(i) for i in dict.fromkeys(ids)][:reads.STATES_MAX]
+        except InvalidInput:
+            return False
+        changed = shown != self.shown
+        self.shown = shown
+        return changed
 
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True)]
         try:
-            stats, page = await follower.mq.run_many([
-                reads.stats(self.window.queue), reads.page(self.window.queue, self.window.state, **self.window.where())])
+            stats, page, states = await follower.mq.run_many([
+                reads.stats(self.window.queue), reads.page(self.window.queue, self.window.state, **self.window.where()),
+                reads.states(self.window.queue, self.shown)])
         except EmqError:
-            stats = page = None
+            stats = page = states = None
         self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
         if self.stale:
             return [_common(follower, 0, status=True)]
         context = row_html.queue_page_context(self.window, stats, page, follower.throughput)
+        on_page = {row.id for row in page.rows}
+        context["elsewhere"] = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", context)]

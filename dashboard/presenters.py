@@ -356,3 +356,9 @@ def job_detail(view: JobView, history: list[Event], *, history_error: str = "", 
         time_ms = int(text) if name in TIME_FIELDS and text.isdigit() else None
         optional.append(FieldLine(name, text, time_ms))
     return JobDetail(view, list(reversed(history)), history_error, full_payload, core, optional)
+
+
+def filter_names(names: list[str], name_filter: str) -> list[str]:
+    """The queue names the overview's filter keeps (a case-blind substring), in their order."""
+    needle = name_filter.strip().lower()
+    return [n for n in names if needle in n.lower()] if needle else list(names)

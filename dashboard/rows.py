@@ -112,7 +112,7 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
                           attempts=row.attempts, delayed=line.is_delayed, lapsed=line.is_lapsed):
             pick_html, buttons_html = pick.render(context), buttons.render(context)
         out.append(
-            f'<tr id="{line.dom_id}" class="{classes}" data-job="{escape(row.id)}" '
+            f'<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(row.id)}" '
             f'data-attempts="{escape(row.attempts)}" data-state="{escape(row.state)}">'
             f'<td class="pick">{pick_html}</td>'
             f'<td class="mono id"><a href="{job_url}{_q(row.id)}">{escape(row.id)}</a>{warning}</td>'

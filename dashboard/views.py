@@ -47,8 +47,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     try:
         known = read(lambda mq: mq.known_queues())
         names = known.names
-        if name_filter:
-            names = [n for n in names if name_filter.lower() in n.lower()]
+        names = presenters.filter_names(names, name_filter)
         results = read(lambda mq: mq.stats_many(names)) if names else []
         client = emq().redis
     except Unavailable as error:

@@ -175,6 +175,31 @@ def count_older(queue: str, state: str, older_than_ms: int = 0) -> Call[int]:
     return Call("count_older", QueueKeys(queue).script_keys(None), [state, older_than_ms], parse)
 
 
+@dataclass(frozen=True, slots=True)
+class JobState:
+    id: str
+    state: str
+    attempts: str
+    exists: bool
+
+
+STATES_MAX: Final = 500
+
+
+def states(queue: str, job_ids: list[str]) -> Call[list[JobState]]:
+    """The state and attempts of up to STATES_MAX jobs of one queue, at one instant."""
+    ids = [validate_job_id(j) for j in job_ids]
+    if len(ids) > STATES_MAX:
+        raise InvalidInput(f"at most {STATES_MAX} job ids, not {len(ids)}")
+
+    def parse(reply: list[Any]) -> list[JobState]:
+        flat = reply[1:]
+        return [JobState(ids[n], _text(flat[3 * n]), _text(flat[3 * n + 1]), _text(flat[3 * n + 2]) == "hash")
+                for n in range(len(ids))]
+
+    return Call("states", QueueKeys(queue).script_keys(None), ids, parse)
+
+
 def stats(queue: str) -> Call[QueueStats]:
     keys = QueueKeys(queue)
 
@@ -389,4 +414,4 @@ def payload_preview(payload: bytes, limit: int = 64 * 1024, *, total: int | None
 
 
 __all__ = ["QueueStats", "JobRow", "Page", "JobView", "Event", "STATES", "stats", "page", "job", "payload", "history",
-           "clock", "parse_event", "parse_history", "payload_preview", "job_warnings", "validate_state", "score_int"]
+           "clock", "states", "JobState", "parse_event", "parse_history", "payload_preview", "job_warnings", "validate_state", "score_int"]

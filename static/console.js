@@ -59,8 +59,12 @@
   });
   document.addEventListener("htmx:wsAfterMessage", () => { clock(); tick(); });
   document.addEventListener("htmx:afterSwap", () => { clock(); tick(); });
-  document.addEventListener("htmx:wsOpen", () => liveStatus(""));
+  // The banner speaks of the page's own live socket (on <main>) only: a bulk
+  // run's socket closing when the run ends is not a disconnect.
+  const isPageSocket = (e) => e.target === document.getElementById("main");
+  document.addEventListener("htmx:wsOpen", (e) => { if (isPageSocket(e)) liveStatus(""); });
   document.addEventListener("htmx:wsClose", (e) => {
+    if (!isPageSocket(e)) return;
     const code = e.detail && e.detail.event ? e.detail.event.code : 0;
     if (code === 4401) liveStatus("Your session has ended: reload the page to log in again.");
     else if (code >= 4000) liveStatus("This page cannot be followed live (" + code + "): reload it.");

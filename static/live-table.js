@@ -1,0 +1,247 @@
+// EchoMQ console: the job table holds still while the operator works in it.
+//
+// While the pointer is over the table, focus is inside it, a row is ticked or
+// a confirmation is open, a live update does not insert, remove or reorder
+// rows: it updates the cells of the rows shown (when, attempts), marks a row
+// whose job has moved on (its buttons then refuse in words, sending nothing)
+// and says what is waiting ("3 new jobs, 1 gone — show"), applied with one
+// click or as soon as the operator moves away. Rows are keyed by job id and
+// applied with idiomorph, so the rows that stay are the same DOM nodes.
+(() => {
+  "use strict";
+
+  const main = () => document.getElementById("main");
+  const section = () => document.getElementById("queue-jobs");
+  const table = () => { const s = section(); return s ? s.querySelector("table.jobs") : null; };
+  const rowsOf = (root) => (root ? Array.from(root.querySelectorAll("tbody tr[data-job]")) : []);
+
+  // The page's own live socket: the server is told which rows the page shows,
+  // so each push also says where the jobs of rows that left the page are now.
+  let socket = null;
+  const tell = (message) => { if (socket) socket.send(JSON.stringify(message), main()); };
+  const tellShown = () => { if (section()) tell({ shown: rowsOf(section()).map((r) => r.dataset.job) }); };
+  const filterBox = () => document.querySelector(".queue-filter input[name=filter]");
+  const tellFilter = () => { const box = filterBox(); if (box) tell({ filter: box.value }); };
+  document.addEventListener("htmx:wsOpen", (e) => {
+    if (e.target !== main()) return;
+    socket = e.detail.socketWrapper;
+    tellShown();
+    tellFilter();
+  });
+  document.addEventListener("htmx:wsClose", (e) => { if (e.target === main()) socket = null; });
+
+  // --- holding still ---------------------------------------------------
+  let waiting = null; // the newest pushed table, not shown yet
+
+  const busy = () => {
+    const t = table();
+    if (!t) return false;
+    return t.matches(":hover") || t.contains(document.activeElement) ||
+      t.querySelector(".pick-job:checked") !== null ||
+      document.querySelector("dialog.confirm-dialog[open]") !== null;
+  };
+
+  const keepTicks = {
+    // A tick is the operator's, not the server's: a morph never clears it.
+    beforeAttributeUpdated: (name, node) => !(name === "checked" && node.classList && node.classList.contains("pick-job")),
+  };
+
+  const apply = (incoming) => {
+    const current = section();
+    if (!current || !incoming) return;
+    const hadFocus = current.contains(document.activeElement) ? document.activeElement : null;
+    Idiomorph.morph(current, incoming, { morphStyle: "outerHTML", callbacks: keepTicks });
+    waiting = null;
+    const now = section();
+    htmx.process(now);
+    if (hadFocus && !hadFocus.isConnected) {
+      const first = now.querySelector("tbody tr[data-job]");
+      if (first) first.focus();
+    }
+    syncPickAll();
+    tellShown();
+  };
+
+  const cells = (row) => Array.from(row.children).filter((td) => !td.matches(".pick, .actions"));
+
+  const refreshCells = (row, fresh) => {
+    const mine = cells(row), theirs = cells(fresh);
+    mine.forEach((td, n) => {
+      if (theirs[n] && td.innerHTML !== theirs[n].innerHTML) td.innerHTML = theirs[n].innerHTML;
+    });
+    row.classList.toggle("alarm", fresh.classList.contains("alarm"));
+  };
+
+  // The note takes the place of the row's "when" cell: a cell of fixed width
+  // and one line, so no button moves when a row is marked.
+  const note = (row, text, movedOn) => {
+    const cell = row.querySelector("td.when") || row.lastElementChild;
+    const span = document.createElement("span");
+    span.className = "row-note";
+    span.textContent = text;
+    span.title = text;
+    cell.replaceChildren(span);
+    row.classList.toggle("moved-on", movedOn);
+    row.classList.toggle("off-page", !movedOn);
+    if (movedOn) {
+      row.dataset.movedOn = text;
+      for (const button of row.querySelectorAll("button")) button.setAttribute("aria-disabled", "true");
+    }
+  };
+
+  const movedText = (state, attempts) => "now " + state + ", attempts " + (attempts || "0");
+
+  const hold = (incoming) => {
+    const current = section();
+    waiting = incoming;
+    const head = current.querySelector(".panel-head"), freshHead = incoming.querySelector(".panel-head");
+    if (head && freshHead) Idiomorph.morph(head, freshHead, { morphStyle: "outerHTML" });
+    const fresh = new Map(rowsOf(incoming).map((r) => [r.dataset.job, r]));
+    const elsewhere = new Map(Array.from(incoming.querySelectorAll("#jobs-elsewhere li"), (li) => [li.dataset.job, li.dataset]));
+    const shown = new Set();
+    let gone = 0, reordered = false;
+    const order = rowsOf(incoming).map((r) => r.dataset.job);
+    rowsOf(current).forEach((row, n) => {
+      const id = row.dataset.job;
+      shown.add(id);
+      if (row.classList.contains("moved-on")) { if (!fresh.has(id)) gone++; return; }
+      const now = fresh.get(id);
+      if (now) {
+        if (order[n] !== id) reordered = true;
+        if (now.dataset.state === row.dataset.state && now.dataset.attempts === row.dataset.attempts) {
+          row.classList.remove("off-page");
+          refreshCells(row, now);
+        }
+        else note(row, movedText(now.dataset.state, now.dataset.attempts), true);
+        return;
+      }
+      gone++;
+      const where = elsewhere.get(id);
+      if (!where) note(row, "no longer on this page", false);
+      else if (where.exists !== "1") note(row, "now gone (deleted or purged)", true);
+      else if (where.state !== row.dataset.state || where.attempts !== row.dataset.attempts) {
+        note(row, movedText(where.state, where.attempts), true);
+      } else note(row, "no longer on this page", false);
+    });
+    const added = order.filter((id) => !shown.has(id)).length;
+    announce(added, gone, reordered);
+  };
+
+  const announce = (added, gone, reordered) => {
+    const box = document.getElementById("jobs-waiting");
+    if (!box) return;
+    const parts = [];
+    if (added) parts.push(added + (added === 1 ? " new job" : " new jobs"));
+    if (gone) parts.push(gone + " gone");
+    if (!parts.length && reordered) parts.push("the order has changed");
+    if (!parts.length) { box.hidden = true; box.textContent = ""; return; }
+    box.textContent = "Held while you work here: " + parts.join(", ") + " — ";
+    const show = document.createElement("button");
+    show.type = "button";
+    show.className = "link-button";
+    show.dataset.showWaiting = "";
+    show.textContent = "show";
+    box.append(show);
+    box.hidden = false;
+  };
+
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    if (!e.detail.target || e.detail.target.id !== "queue-jobs") return;
+    const incoming = e.detail.fragment.firstElementChild;
+    if (!incoming) return;
+    e.detail.shouldSwap = false;
+    if (busy()) hold(incoming);
+    else apply(incoming);
+  });
+
+  const maybeApply = () => setTimeout(() => { if (waiting && !busy()) apply(waiting); }, 0);
+  document.addEventListener("pointerout", (e) => {
+    const t = table();
+    if (t && t.contains(e.target) && !(e.relatedTarget && t.contains(e.relatedTarget))) maybeApply();
+  });
+  document.addEventListener("focusout", maybeApply);
+  document.addEventListener("close", maybeApply, true);
+  document.addEventListener("click", (e) => {
+    if (e.target instanceof Element && e.target.closest("[data-show-waiting]") && waiting) apply(waiting);
+  });
+
+  // --- a press on a row that moved on is refused here, in words ---------
+  const refuse = (text) => {
+    const box = document.getElementById("action-results");
+    if (!box) return;
+    const p = document.createElement("p");
+    p.className = "action-result refused";
+    p.setAttribute("role", "status");
+    p.textContent = text;
+    box.prepend(p);
+  };
+  document.addEventListener("click", (e) => {
+    const button = e.target instanceof Element ? e.target.closest("button[aria-disabled=true]") : null;
+    if (!button) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    const row = button.closest("tr[data-job]");
+    const what = button.textContent.trim().toLowerCase();
+    refuse(row ? "refused, not sent: " + what + " on job " + row.dataset.job + ", which is " + row.dataset.movedOn +
+      " since this row was drawn" : "refused, not sent: this button is out of date");
+  }, true);
+
+  // --- ticks: select all shown ------------------------------------------
+  const syncPickAll = () => {
+    const all = document.querySelector(".pick-all");
+    if (!all) return;
+    const boxes = Array.from(document.querySelectorAll("#queue-jobs .pick-job"));
+    const ticked = boxes.filter((b) => b.checked).length;
+    all.checked = boxes.length > 0 && ticked === boxes.length;
+    all.indeterminate = ticked > 0 && ticked < boxes.length;
+  };
+  document.addEventListener("change", (e) => {
+    const t = e.target;
+    if (!(t instanceof HTMLInputElement)) return;
+    if (t.classList.contains("pick-all")) {
+      for (const box of document.querySelectorAll("#queue-jobs .pick-job")) box.checked = t.checked;
+    }
+    if (t.classList.contains("pick-all") || t.classList.contains("pick-job")) { syncPickAll(); maybeApply(); }
+  });
+
+  // --- keyboard: j / k between rows -------------------------------------
+  document.addEventListener("keydown", (e) => {
+    if ((e.key !== "j" && e.key !== "k") || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement) return;
+    if (document.querySelector("dialog.confirm-dialog[open]")) return;
+    const rows = rowsOf(section());
+    if (!rows.length) return;
+    const here = t instanceof Element ? t.closest("tbody tr[data-job]") : null;
+    const at = here ? rows.indexOf(here) : -1;
+    const next = e.key === "j" ? Math.min(at + 1, rows.length - 1) : (at < 0 ? 0 : Math.max(at - 1, 0));
+    e.preventDefault();
+    rows[next].focus();
+  });
+
+  // --- the overview's filter: in the URL, applied by the server ---------
+  let typing = 0;
+  const filterNow = () => {
+    const box = filterBox();
+    if (!box) return;
+    const url = new URL(location.href);
+    if (box.value.trim()) url.searchParams.set("filter", box.value.trim());
+    else url.searchParams.delete("filter");
+    history.replaceState(history.state, "", url);
+    if (socket) tellFilter();
+    else location.assign(url);
+  };
+  document.addEventListener("input", (e) => {
+    if (e.target !== filterBox()) return;
+    clearTimeout(typing);
+    typing = setTimeout(filterNow, 200);
+  });
+  document.addEventListener("submit", (e) => {
+    if (!(e.target instanceof Element) || !e.target.matches(".queue-filter") || !socket) return;
+    e.preventDefault();
+    clearTimeout(typing);
+    filterNow();
+  });
+
+  document.addEventListener("DOMContentLoaded", syncPickAll);
+})();

@@ -29,7 +29,7 @@ MOVES: Final = (
     "recover_expired", "retry_failed", "purge",
     "admit_order",
 )
-READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older")
+READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states")
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
             lambda t: [t[0], t[1], t[2], *[v for pair in t[3] for v in pair]])
+    if name == "states":
+        return st.lists(job_id, max_size=6)
     if name == "complete_many":
         return st.tuples(actor, st.lists(st.tuples(job_id, attempts, claim_id), max_size=4)).map(
             lambda t: [t[0], *[v for triple in t[1] for v in triple]])
@@ -150,7 +152,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
-                     "page", "clock", "check", "count_older")
+                     "page", "clock", "check", "count_older", "states")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

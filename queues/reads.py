@@ -361,24 +361,41 @@ def _unescape(field: bytes) -> str:
     return _PERCENT.sub(lambda m: bytes([int(m.group(1), 16)]), field).decode(errors="replace")
 
 
+# A history entry's one-letter code: the move and the state it went to (PROTOCOL.md, section 9).
+HISTORY_CODES: Final = {
+    "e": ("enqueue", "pending"), "c": ("claim", "active"), "d": ("complete", "done"), "f": ("fail", "pending"),
+    "F": ("fail", "failed"), "r": ("release", "pending"), "R": ("retry", "pending"), "v": ("recover", "pending"),
+    "V": ("recover", "failed"), "p": ("promote", "pending"), "x": ("cancel", "failed"), "k": ("corrupt", "failed"),
+}
+_ENTRY = re.compile(rb"([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t(.*))?)?", re.DOTALL)
+
+
 def parse_history(job_id: str, text: bytes) -> list[Event]:
     """A job's history field as events, newest first (as :meth:`EchoMQ.events` gives them).
 
-    An entry is ``ts TAB move TAB to TAB attempts TAB actor [TAB error]``; its
-    ``from`` is the previous entry's ``to`` (empty for the oldest kept). A
-    line that does not parse is kept as a move ``?`` with the line as its error.
+    An entry is ``CODE DT ['.' ATTEMPTS] [TAB ACTOR [TAB ERROR]]``: DT counts ms from the first
+    entry's time, and an attempts or actor left out is the entry before's. Its ``from`` is the
+    previous entry's ``to`` (empty for the oldest kept). A line that does not parse is kept as a
+    move ``?`` with the line as its error.
     """
     events: list[Event] = []
-    source = ""
+    base: int | None = None
+    source, attempts, actor = "", "0", ""
     for line in text.split(b"\n") if text else []:
-        parts = line.split(b"\t")
-        ts = _text(parts[0]) if parts else ""
-        if len(parts) < 5 or not (ts.isascii() and ts.isdigit()):
+        match = _ENTRY.fullmatch(line)
+        if match is None or _text(match.group(1)) not in HISTORY_CODES:
             events.append(Event("", "?", job_id, "", "", "", "", 0, _unescape(line)))
             continue
-        move, target = _text(parts[1]), _text(parts[2])
-        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, _text(parts[3]),
-                            _unescape(parts[4]), int(ts), _unescape(parts[5]) if len(parts) > 5 else ""))
+        move, target = HISTORY_CODES[_text(match.group(1))]
+        dt = int(match.group(2))
+        ts = dt if base is None else base + dt
+        base = ts if base is None else base
+        if match.group(3) is not None:
+            attempts = _unescape(match.group(3))
+        if match.group(4) is not None:
+            actor = _unescape(match.group(4))
+        error = _unescape(match.group(5)) if match.group(5) is not None else ""
+        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts, error))
         source = target
     return events[::-1]
 

@@ -55,30 +55,83 @@ local function escape_field(text)
   return (string.gsub(text, '[%z\1-\31\127%%]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
 
--- A job's own history: one field of its hash, newline-separated entries
--- `ts<TAB>move<TAB>to<TAB>attempts<TAB>actor[<TAB>error]`, the newest last,
--- cut to the newest HISTORY_MAX_ENTRIES entries and HISTORY_MAX_BYTES bytes.
--- It lives and dies with the job and costs a reader O(its own length),
--- however busy the queue's event stream is.
+-- A job's own history: one field of its hash, newline-separated entries, the
+-- newest last, that lives and dies with the job and costs a reader O(its own
+-- length) however busy the queue's event stream is. It is written compactly,
+-- so that the history of a job that ran once stays within the 64 bytes a
+-- Redis listpack holds per value (a longer value turns the hash into a
+-- hashtable, about three times the memory):
+--   entry = CODE DT ['.' ATTEMPTS] ['\t' ACTOR ['\t' ERROR]]
+-- CODE one letter naming the move and the state it went to (MOVE_CODE), DT
+-- the ms since the first entry's time (the first entry: the time itself),
+-- ATTEMPTS written when it differs from the entry before (else it is the
+-- same; before the first entry it is 0), ACTOR written when it differs from
+-- the entry before (else the same; before the first entry ''), always on a
+-- fail entry, which also carries its ERROR (at most HISTORY_ERROR_BYTES).
+-- At most HISTORY_MAX_ENTRIES entries and HISTORY_MAX_BYTES bytes: the
+-- oldest go first, the new first entry taking the absolute time.
 local HISTORY_MAX_ENTRIES = 32
 local HISTORY_MAX_BYTES = 4096
 local HISTORY_ERROR_BYTES = 256
-local function append_history(job_key, ts, move, to, attempts, actor, err)
-  local entry = tostring(ts) .. '\t' .. move .. '\t' .. to .. '\t' .. tostring(attempts) .. '\t' .. escape_field(actor)
-  if err then entry = entry .. '\t' .. escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) end
-  local text = entry
-  -- A history far longer than any script writes was not written by one: it
-  -- is replaced rather than read (a read would cost its whole length).
-  if redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES then
-    local old = redis.call('HGET', job_key, 'history')
-    if old and old ~= '' then text = old .. '\n' .. entry end
+local MOVE_CODE = {
+  enqueue = {pending = 'e'}, claim = {active = 'c'}, complete = {done = 'd'},
+  fail = {pending = 'f', failed = 'F'}, release = {pending = 'r'}, retry = {pending = 'R'},
+  recover = {pending = 'v', failed = 'V'}, promote = {pending = 'p'}, cancel = {failed = 'x'},
+  corrupt = {failed = 'k'},
+}
+
+-- The entries of a history field (absolute times, every field filled in), or
+-- nil when a line does not parse: such a history was not written by a script.
+local function parse_history(text)
+  local entries, base, attempts, actor = {}, nil, '0', ''
+  for line in string.gmatch(text, '[^\n]+') do
+    local tab = string.find(line, '\t', 1, true)
+    local code, dt, rest = string.match(tab and string.sub(line, 1, tab - 1) or line, '^(%a)(%-?%d+)(.*)$')
+    if not code or (rest ~= '' and string.sub(rest, 1, 1) ~= '.') then return nil end
+    if rest ~= '' then attempts = string.sub(rest, 2) end
+    local err
+    if tab then
+      local fields = string.sub(line, tab + 1)
+      local tab2 = string.find(fields, '\t', 1, true)
+      actor = tab2 and string.sub(fields, 1, tab2 - 1) or fields
+      err = tab2 and string.sub(fields, tab2 + 1) or nil
+    end
+    local ts = base and base + tonumber(dt) or tonumber(dt)
+    base = base or ts
+    entries[#entries + 1] = {code = code, ts = ts, attempts = attempts, actor = actor, err = err}
   end
-  local entries = select(2, string.gsub(text, '\n', '\n')) + 1
-  while entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES do
-    local cut = string.find(text, '\n', 1, true)
-    if not cut then break end
-    text = string.sub(text, cut + 1)
-    entries = entries - 1
+  return entries
+end
+
+-- Entries (attempts, actor and error already escaped) as the field's text.
+local function format_history(entries)
+  local lines, base, attempts, actor = {}, nil, '0', ''
+  for i, e in ipairs(entries) do
+    local line = e.code .. string.format('%d', base and e.ts - base or e.ts)
+    base = base or e.ts
+    if e.attempts ~= attempts then line = line .. '.' .. e.attempts end
+    if e.err or e.actor ~= actor then line = line .. '\t' .. e.actor end
+    if e.err then line = line .. '\t' .. e.err end
+    lines[i], attempts, actor = line, e.attempts, e.actor
+  end
+  return table.concat(lines, '\n')
+end
+
+local function append_history(job_key, ts, move, to, attempts, actor, err)
+  local entries
+  -- A history far longer than any script writes, or one that does not parse,
+  -- was not written by one: it is replaced rather than extended.
+  if redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES then
+    entries = parse_history(redis.call('HGET', job_key, 'history') or '')
+  end
+  entries = entries or {}
+  entries[#entries + 1] = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
+                           actor = escape_field(actor),
+                           err = err and escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) or nil}
+  local text = format_history(entries)
+  while #entries > 1 and (#entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES) do
+    table.remove(entries, 1)
+    text = format_history(entries)
   end
   redis.call('HSET', job_key, 'history', text)
 end

@@ -138,18 +138,32 @@ async function claim(queue, leaseMs, count) {
   return { reply, jobs };
 }
 
-// Section 9: entries split by \n, fields by \t, %XX undone in actor and error; from = previous to.
+// Section 9: entries split by \n; each CODE DT ['.' ATTEMPTS] [\t ACTOR [\t ERROR]], DT counted from the
+// first entry's time, an attempts or actor left out being the entry before's; %XX undone; from = previous to.
+const CODES = {
+  e: ['enqueue', 'pending'], c: ['claim', 'active'], d: ['complete', 'done'], f: ['fail', 'pending'],
+  F: ['fail', 'failed'], r: ['release', 'pending'], R: ['retry', 'pending'], v: ['recover', 'pending'],
+  V: ['recover', 'failed'], p: ['promote', 'pending'], x: ['cancel', 'failed'], k: ['corrupt', 'failed'],
+};
 function parseHistory(text) {
   const unescape = (s) => Buffer.from(s.replace(/%([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
   const entries = [];
+  let base = null;
   let from = '';
+  let attempts = '0';
+  let actor = '';
   for (const line of text ? text.split('\n') : []) {
-    const f = line.split('\t');
-    if (f.length < 5 || !/^[0-9]+$/.test(f[0])) { entries.push({ move: '?', raw: line }); continue; }
-    const entry = { ts: Number(f[0]), move: f[1], from: f[1] === 'enqueue' ? '' : from, to: f[2], attempts: f[3], actor: unescape(f[4]) };
-    if (f.length > 5) entry.error = unescape(f[5]);
+    const m = /^([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t([\s\S]*))?)?$/.exec(line);
+    if (!m || !CODES[m[1]]) { entries.push({ move: '?', raw: line }); continue; }
+    const [move, to] = CODES[m[1]];
+    const ts = base === null ? Number(m[2]) : base + Number(m[2]);
+    if (base === null) base = ts;
+    if (m[3] !== undefined) attempts = unescape(m[3]);
+    if (m[4] !== undefined) actor = unescape(m[4]);
+    const entry = { ts, move, from: move === 'enqueue' ? '' : from, to, attempts, actor };
+    if (m[5] !== undefined) entry.error = unescape(m[5]);
     entries.push(entry);
-    from = f[2];
+    from = to;
   }
   return entries;
 }

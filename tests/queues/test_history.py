@@ -68,15 +68,45 @@ def test_the_history_is_deleted_with_the_job(mq: EchoMQ) -> None:
     assert mq.redis.exists(QueueKeys("q").job("a")) == 0
 
 
-def test_a_history_written_by_another_runtime_that_does_not_parse_is_shown_not_hidden(mq: EchoMQ) -> None:
+def test_a_history_that_does_not_parse_is_shown_as_it_is_and_replaced_by_the_next_move(mq: EchoMQ) -> None:
     keys = QueueKeys("q")
     mq.redis.hset(keys.job("a"), mapping={"state": "pending", "attempts": "0", "payload": "x",
                                           "history": "garbage line"})
     mq.redis.zadd(keys.pending, {"a": 0})
 
+    shown = mq.job_events("q", "a")
     mq.claim("q")
 
-    assert [(e.move, e.error) for e in mq.job_events("q", "a")] == [("claim", ""), ("?", "garbage line")]
+    assert [(e.move, e.error) for e in shown] == [("?", "garbage line")]
+    assert [e.move for e in mq.job_events("q", "a")] == ["claim"]
+
+
+def test_a_job_that_ran_once_keeps_its_history_within_a_listpack_value(mq: EchoMQ, redis_url: str) -> None:
+    """64 bytes per value keep a small hash a listpack; a longer one makes it a hashtable, 3x the memory."""
+    worker = EchoMQ.from_url(redis_url, actor="host-1:12345")
+    worker.enqueue("q", '{"to": "user1@example.com"}', job_id="a")
+    [job] = worker.claim("q")
+    worker.complete("q", "a", job.token)
+    worker.close()
+
+    raw = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    assert len(raw) <= 64
+    assert mq.redis.object("encoding", QueueKeys("q").job("a")) == b"listpack"
+    assert [(e.move, e.attempts, e.actor) for e in reversed(mq.job_events("q", "a"))] == [
+        ("enqueue", "0", "host-1:12345"), ("claim", "1", "host-1:12345"), ("complete", "1", "host-1:12345")]
+
+
+def test_dropping_the_oldest_entries_keeps_every_time_attempt_and_actor_right(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a", max_attempts=100)
+    for n in range(40):
+        [job] = mq.claim("q")
+        mq.release("q", "a", job.token)
+    full = {(e.move, e.attempts, e.actor) for e in mq.job_events("q", "a")}
+    times = [e.ts_ms for e in reversed(mq.job_events("q", "a"))]
+
+    assert len(mq.job_events("q", "a")) == 32
+    assert full == {("claim", str(n), "test") for n in range(25, 41)} | {("release", str(n), "test") for n in range(25, 41)}
+    assert times == sorted(times) and abs(times[-1] - mq.server_time_ms("q")) < 60_000
 
 
 def test_a_huge_foreign_history_is_replaced_rather_than_read(mq: EchoMQ) -> None:

@@ -1,6 +1,6 @@
 r"""``emq``: the EchoMQ command line. One line of output per result.
 
-Exit codes: 0 done, 2 bad input, 3 nothing to claim, 4 refused (stale token,
+Exit codes: 0 done, 2 bad input, 3 nothing to claim (or the queue is paused), 4 refused (stale token,
 job moved on), 5 not replicated, 6 out of memory (nothing written), 1 anything
 else (Redis unreachable included).
 
@@ -141,6 +141,14 @@ def cmd_purge(mq: EchoMQ, args: argparse.Namespace) -> None:
     print(f"purged {total.moved} {args.state} jobs ({total.missing} missing, {total.skipped} skipped)")
 
 
+def cmd_pause(mq: EchoMQ, args: argparse.Namespace) -> None:
+    print(_shown(mq.pause(args.queue, reason=args.reason).describe()))
+
+
+def cmd_resume(mq: EchoMQ, args: argparse.Namespace) -> None:
+    print(_shown(mq.resume(args.queue).describe()))
+
+
 def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
     stats = mq.stats(args.queue)
     if args.json:
@@ -148,7 +156,8 @@ def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
         return
     c = stats.counts
     print(f"{stats.queue}: pending {c['pending']} (due {stats.due}, delayed {stats.delayed}) "
-          f"active {c['active']} (lapsed {stats.lapsed}) done {c['done']} failed {c['failed']}")
+          f"active {c['active']} (lapsed {stats.lapsed}) done {c['done']} failed {c['failed']}"
+          + (_shown(f" PAUSED by {stats.paused_by or '?'}: {stats.paused_reason}") if stats.paused else ""))
 
 
 def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -289,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expect-state", default="active")
     p.add_argument("--expect-attempts")
     command("retry-all", cmd_retry_all, "retry every failed job, in batches").add_argument("queue")
+    p = command("pause", cmd_pause, "claims refuse the queue until resume (enqueue and running jobs go on)")
+    p.add_argument("queue")
+    p.add_argument("--reason", default="", help="why, for whoever looks (the console shows it)")
+    command("resume", cmd_resume, "let claims take the queue's jobs again").add_argument("queue")
     p = command("purge", cmd_purge, "delete done or failed jobs older than an age, in batches")
     p.add_argument("queue")
     p.add_argument("state", choices=["done", "failed"])

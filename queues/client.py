@@ -155,6 +155,12 @@ class _Moves:
     def release(self, queue: str, job_id: str, token: object) -> Any:
         return self.run(moves.release(queue, job_id, token, actor=self.actor))
 
+    def pause(self, queue: str, *, reason: str = "") -> Any:
+        return self.run(moves.pause(queue, reason=reason, actor=self.actor))
+
+    def resume(self, queue: str) -> Any:
+        return self.run(moves.resume(queue, actor=self.actor))
+
     def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
                       expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Any:
         return self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,

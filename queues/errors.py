@@ -37,6 +37,20 @@ class NothingToClaim(EmqError):
         return max(self.next_due_ms - self.now_ms, 0)
 
 
+class Paused(NothingToClaim):
+    """claim refused: the queue is paused (see :func:`queues.moves.pause`). Nothing was claimed.
+
+    A worker idles as after an empty claim (``wait_ms`` is None: its poll
+    interval) and claims again later; the CLI exits 3 with "paused".
+    """
+
+    def __init__(self, queue: str, since_ms: int | None, actor: str, reason: str) -> None:
+        self.queue, self.since_ms, self.actor, self.reason = queue, since_ms, actor, reason
+        by = f" by {actor}" if actor else ""
+        why = f": {reason}" if reason else ""
+        super().__init__(f"paused: queue {queue} is paused{by}{why}")
+
+
 class Refused(EmqError):
     """A move whose preconditions no longer hold; the script changed nothing.
 

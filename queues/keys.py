@@ -87,6 +87,11 @@ class QueueKeys:
     def events(self) -> str:
         return self.prefix + "events"
 
+    @property
+    def paused(self) -> str:
+        """Exists while the queue is paused (a hash: reason, actor, since_ms); claim refuses meanwhile."""
+        return self.prefix + "paused"
+
     def state_set(self, state: State) -> str:
         return self.prefix + validate_state(state)
 

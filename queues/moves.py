@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, TypeVar
 
-from .errors import Duplicate, InvalidInput, NothingToClaim, Refused
+from .errors import Duplicate, InvalidInput, NothingToClaim, Paused, Refused
 from .keys import QueueKeys, State, validate_job_id, validate_state
 
 T = TypeVar("T")
@@ -223,6 +223,9 @@ def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", cou
 
     def parse(reply: list[Any]) -> list[ClaimedJob]:
         refused_whole("claim", reply)
+        if _text(reply[0]) == "PAUSED":
+            since = _text(reply[1])
+            raise Paused(keys.queue, int(since) if since.isdigit() else None, _text(reply[2]), _text(reply[3]))
         if _text(reply[0]) == "EMPTY":
             raise NothingToClaim(f"nothing to claim in {queue}", int(_text(reply[1])) if reply[1] else None,
                                  int(_text(reply[2])))
@@ -370,3 +373,59 @@ def _batch(reply: list[Any]) -> BatchResult:
     refused_whole("batch move", reply)
     _, moved, missing, skipped, more = reply
     return BatchResult(int(moved), int(missing), int(skipped), bool(int(more)))
+
+
+MAX_PAUSE_REASON_BYTES: Final = MAX_ERROR_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class PauseResult:
+    """pause or resume as it happened: ``changed`` is False when the queue already was (not) paused."""
+
+    move: str
+    queue: str
+    changed: bool
+    since_ms: int | None = None
+    actor: str = ""
+    reason: str = ""
+    paused_for_ms: int | None = None
+
+    def describe(self) -> str:
+        if self.move == "pause":
+            if not self.changed:
+                return f"not paused again: queue {self.queue} was already paused" + (f" by {self.actor}" if self.actor else "")
+            return f"paused: queue {self.queue} claims nothing until it is resumed; running jobs finish"
+        if not self.changed:
+            return f"not resumed: queue {self.queue} was not paused"
+        return f"resumed: queue {self.queue} is claimed from again"
+
+
+def pause(queue: str, *, reason: str = "", actor: str = "") -> Call[PauseResult]:
+    """Pauses claims from ``queue`` (enqueue and the running jobs' moves go on)."""
+    keys = QueueKeys(queue)
+    if not isinstance(reason, str):
+        raise InvalidInput("reason must be text")
+    text = cut_utf8(reason.encode(), MAX_PAUSE_REASON_BYTES)
+
+    def parse(reply: list[Any]) -> PauseResult:
+        refused_whole("pause", reply)
+        if _text(reply[0]) == "ALREADY":
+            since = _text(reply[1])
+            return PauseResult("pause", keys.queue, False, int(since) if since.isdigit() else None,
+                               _text(reply[2]), _text(reply[3]))
+        return PauseResult("pause", keys.queue, True, int(_text(reply[1])), actor, text.decode(errors="replace"))
+
+    return Call("pause", keys.script_keys(None), [text, actor], parse)
+
+
+def resume(queue: str, *, actor: str = "") -> Call[PauseResult]:
+    keys = QueueKeys(queue)
+
+    def parse(reply: list[Any]) -> PauseResult:
+        refused_whole("resume", reply)
+        if _text(reply[0]) == "NOT_PAUSED":
+            return PauseResult("resume", keys.queue, False)
+        took = _text(reply[1])
+        return PauseResult("resume", keys.queue, True, actor=actor, paused_for_ms=int(took) if took.isdigit() else None)
+
+    return Call("resume", keys.script_keys(None), [actor], parse)

@@ -35,6 +35,11 @@ class QueueStats:
     oldest_due_ms: int | None
     next_due_ms: int | None
     last_event_id: str
+    # While the queue is paused: since when (server ms; None when another writer left no time), by whom, why.
+    paused: bool = False
+    paused_since_ms: int | None = None
+    paused_by: str = ""
+    paused_reason: str = ""
 
     @property
     def delayed(self) -> int:
@@ -47,7 +52,9 @@ class QueueStats:
     def as_dict(self) -> dict[str, Any]:
         return {"queue": self.queue, "now_ms": self.now_ms, **self.counts, "due": self.due,
                 "delayed": self.delayed, "lapsed": self.lapsed, "oldest_due_age_ms": self.oldest_due_age_ms,
-                "next_due_ms": self.next_due_ms, "last_event_id": self.last_event_id}
+                "next_due_ms": self.next_due_ms, "last_event_id": self.last_event_id, "paused": self.paused,
+                "paused_since_ms": self.paused_since_ms, "paused_by": self.paused_by,
+                "paused_reason": self.paused_reason}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +212,11 @@ def stats(queue: str) -> Call[QueueStats]:
 
     def parse(reply: list[Any]) -> QueueStats:
         refused_whole("stats", reply)
-        now, p, a, d, f, due, lapsed, oldest, next_due, last = reply
+        now, p, a, d, f, due, lapsed, oldest, next_due, last, paused, since, by, why = reply
         return QueueStats(keys.queue, int(now), {"pending": int(p), "active": int(a), "done": int(d), "failed": int(f)},
-                          int(due), int(lapsed), _opt_int(oldest), _opt_int(next_due), _text(last))
+                          int(due), int(lapsed), _opt_int(oldest), _opt_int(next_due), _text(last),
+                          _text(paused) == "1", int(_text(since)) if _text(since).isdigit() else None,
+                          _text(by), _text(why))
 
     return Call("stats", keys.script_keys(None), [], parse)
 

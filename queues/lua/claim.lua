@@ -12,6 +12,9 @@
 --            due time of the earliest claimable pending job ('' when there is
 --            none), or now_ms itself when this call's budget ran out before
 --            it could tell (call again: the call made progress)
+--        {'PAUSED', since_ms, actor, reason}  the queue is paused (its key
+--            PREFIX .. 'paused' exists; see pause.lua): nothing was claimed
+--            or written; idle and call again later, as after EMPTY
 --        {'REFUSED', 'wrongtype', key, type}  nothing was written
 -- Ids in pending whose hash is missing are removed. A job that cannot be
 -- claimed (its key is not a hash, its state is not 'pending', its attempts is
@@ -34,6 +37,13 @@ local count, bad2 = int_arg(ARGV[4], 'count', 1, MAX_BATCH)
 if bad2 then return bad2 end
 local refused = check_types(1, 2, 4, 5)
 if refused then return refused end
+local paused_key = PREFIX .. 'paused'
+local paused_type = redis.call('TYPE', paused_key).ok
+if paused_type ~= 'none' then
+  if paused_type ~= 'hash' then return {'PAUSED', '', '', ''} end
+  local p = redis.call('HMGET', paused_key, 'since_ms', 'actor', 'reason')
+  return {'PAUSED', p[1] or '', p[2] or '', p[3] or ''}
+end
 
 local now = now_ms()
 local deadline = now + lease

@@ -6,7 +6,8 @@
 -- Reply: {now_ms, pending, active, done, failed, due (pending with due <= now),
 --         lapsed (active with lease deadline < now), oldest_due_ms or '',
 --         next_due_ms or '' (earliest pending job not yet due),
---         last_event_id or ''}
+--         last_event_id or '', paused ('1' or '0'), paused_since_ms or '',
+--         paused_by or '', paused_reason or ''}
 --        {'REFUSED', 'wrongtype', key, type}  a queue key of another type
 local err = check_keys(nil)
 if err then return err end
@@ -16,6 +17,13 @@ local now = now_ms()
 local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
 local next_due = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local last = redis.call('XREVRANGE', KEYS[5], '+', '-', 'COUNT', 1)
+local paused_key = PREFIX .. 'paused'
+local paused_type = redis.call('TYPE', paused_key).ok
+local pause = {'', '', ''}
+if paused_type == 'hash' then
+  local p = redis.call('HMGET', paused_key, 'since_ms', 'actor', 'reason')
+  pause = {p[1] or '', p[2] or '', p[3] or ''}
+end
 return {
   now,
   redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2]),
@@ -24,4 +32,5 @@ return {
   redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. now),
   oldest[2] or '', next_due[2] or '',
   last[1] and last[1][1] or '',
+  paused_type == 'none' and '0' or '1', pause[1], pause[2], pause[3],
 }

@@ -5,7 +5,7 @@ check every argument and every key's type before its first write. Hypothesis
 writes odd keyspaces (keys of the wrong type, junk states and attempts, ±inf
 scores, foreign histories) and odd arguments (inf, nan, 1e3, 0x3, ' 5', +5,
 numbers past 14 digits, attempts at 1025) and runs the real script on a real
-redis-server; an error reply, REFUSED or DUPLICATE must leave every key
+redis-server; an error reply, REFUSED, DUPLICATE, PAUSED, ALREADY or NOT_PAUSED must leave every key
 byte-identical (DUMP before and after).
 """
 
@@ -66,6 +66,8 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
         kind = draw(st.sampled_from(["hash", "hash", "hash", "none", "string", "list"]))
         entries.append((KEYS.job(job_id), kind, draw(job_hash())))
     entries.append((KEYS.prefix + "client_ids", draw(st.sampled_from(["none", "hash", "string"])), {"k-1": "a"}))
+    entries.append((KEYS.paused, draw(st.sampled_from(["none", "none", "hash", "string"])),
+                    {"reason": draw(texts), "actor": "a", "since_ms": draw(numbers)}))
     return entries
 
 
@@ -135,6 +137,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "clock": [],
         "check": [st.sampled_from(["pending", "hashes", "x"]), st.just("0"), limit, st.just(KEYS.prefix + "job:*")],
         "count_older": [states, numbers],
+        "pause": [texts, actor],
+        "resume": [actor],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -152,7 +156,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
-                     "page", "clock", "check", "count_older", "states")
+                     "page", "clock", "check", "count_older", "states", "pause", "resume")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:
@@ -160,7 +164,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     return keys + [KEYS.prefix + "job:" + str(argv[0])]
 
 
-NOTHING_HAPPENED = (b"REFUSED", b"DUPLICATE")
+NOTHING_HAPPENED = (b"REFUSED", b"DUPLICATE", b"PAUSED", b"ALREADY", b"NOT_PAUSED")
 
 
 @pytest.mark.parametrize("name", [*MOVES, *READS])

@@ -8,6 +8,7 @@ Series (one per queue where labelled ``queue``):
 - ``emq_queue_active_leases{queue}``: leases held whose deadline has not passed;
   ``emq_queue_lapsed_leases{queue}``: leases past their deadline, waiting for the sweeper. Together
   they are ``emq_queue_jobs{state="active"}``.
+- ``emq_queue_paused{queue}``: 1 while the queue is paused.
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
   ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
 - ``emq_metrics_last_walk_timestamp_seconds``, ``emq_metrics_walk_duration_seconds``,
@@ -42,6 +43,8 @@ class _SnapshotCollector(Collector):
                                  labels=["queue"])
         lapsed = GaugeMetricFamily("emq_queue_lapsed_leases", "Leases past their deadline, not yet recovered",
                                    labels=["queue"])
+        paused = GaugeMetricFamily("emq_queue_paused", "1 while the queue is paused (claims refuse it)",
+                                   labels=["queue"])
         for stats in s.stats:
             q = stats.queue
             for state, value in (("due", stats.due), ("delayed", stats.delayed), ("active", stats.counts["active"]),
@@ -50,7 +53,8 @@ class _SnapshotCollector(Collector):
             oldest.add_metric([q], (stats.oldest_due_age_ms or 0) / 1000)
             held.add_metric([q], stats.counts["active"] - stats.lapsed)
             lapsed.add_metric([q], stats.lapsed)
-        yield from (jobs, oldest, held, lapsed)
+            paused.add_metric([q], int(stats.paused))
+        yield from (jobs, oldest, held, lapsed, paused)
 
         yield GaugeMetricFamily("emq_redis_up", "1 when the last walk reached every Redis primary",
                                 value=int(s.redis_up))

@@ -118,6 +118,20 @@ def test_the_gauges_equal_the_sorted_sets(client: Client, viewer: User, console_
     assert value(parsed, "emq_queue_oldest_due_age_seconds", queue="mail") >= 0  # type: ignore[operator]
     assert value(parsed, "emq_redis_maxmemory_policy_info", policy="noeviction") == 1
     assert value(parsed, "emq_redis_used_memory_bytes") > 0  # type: ignore[operator]
+    assert value(parsed, "emq_queue_paused", queue="mail") == 0
+
+
+def test_a_paused_queue_is_paused_1(client: Client, viewer: User, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x")
+    console_mq.enqueue("thumbs", "x")
+    console_mq.pause("mail", reason="rollback")
+    token = api_token_create(user=viewer, name="prometheus")
+
+    parsed = scraped_until(client, token, lambda s: value(s, "emq_metrics_queues") == 2, "a walk")
+
+    assert value(parsed, "emq_queue_paused", queue="mail") == 1
+    assert value(parsed, "emq_queue_paused", queue="thumbs") == 0
+    assert value(parsed, "emq_redis_used_memory_bytes") > 0  # type: ignore[operator]
 
 
 def test_the_oldest_due_age_is_measured_on_the_servers_clock(client: Client, viewer: User,

@@ -36,7 +36,11 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
         attrs += ' hx-swap-oob="true"'
     if s is not None and s.lapsed:
         attrs += ' class="alarm"'
-    out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{escape(row.name)}</a></td>']
+    paused = ""
+    if s is not None and s.paused:
+        why = escape(f"paused by {s.paused_by or 'someone'}" + (f": {s.paused_reason}" if s.paused_reason else ""))
+        paused = f' <span class="badge paused" title="{why}">paused</span>'
+    out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{escape(row.name)}</a>{paused}</td>']
     if s is not None:
         failed, active, done = s.counts["failed"], s.counts["active"], s.counts["done"]
         out.append(f'<td class="num pending">{s.due}</td><td class="num delayed">{s.delayed}</td>'

@@ -38,6 +38,8 @@ class AuditEntry(models.Model):
         RETRY_ALL = "retry_all", "retry every failed job"
         PURGE_DONE = "purge_done", "purge done jobs"
         PURGE_FAILED = "purge_failed", "purge failed jobs"
+        PAUSE = "pause", "pause the queue"
+        RESUME = "resume", "resume the queue"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)

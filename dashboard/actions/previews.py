@@ -148,3 +148,28 @@ def search_preview(*, move: str, queue: str, query: Query, count: int, counted: 
                    f"one that moved on is skipped. At most {_jobs(count)} move, even if more match by then.",
                    f"Yes, {verb.lower()} {_jobs(count)}", "Keep them",
                    nothing="" if count else f"No job matches {query.describe()} in {queue} now: nothing to do.")
+
+
+def pause_proposal(*, move: str, queue: str, reason: str) -> Proposal:
+    if move not in ("pause", "resume"):
+        raise InvalidInput(f"unknown action {move!r}")
+    return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.QUEUE, {"reason": reason} if move == "pause" else {})
+
+
+def pause_preview(*, move: str, queue: str, reason: str) -> Preview:
+    """What pausing or resuming does now: how many jobs are due, and how many run."""
+    proposal = pause_proposal(move=move, queue=queue, reason=reason)
+    stats = emq().stats(proposal.queue)
+    active = stats.counts["active"]
+    if move == "pause":
+        if stats.paused:
+            return Preview(proposal, 0, "Pause", "?", "", "", "Keep it",
+                           nothing=f"{proposal.queue} is paused already (by {stats.paused_by or 'someone'}).")
+        return Preview(proposal, stats.due, "Pause queue", f"? Workers claim none of its {_jobs(stats.due)} due now "
+                       "until it is resumed.", f"The {_jobs(active)} running now finish; new jobs wait in pending.",
+                       "Yes, pause it", "Keep it running")
+    if not stats.paused:
+        return Preview(proposal, 0, "Resume", "?", "", "", "Keep it", nothing=f"{proposal.queue} is not paused.")
+    return Preview(proposal, stats.due, "Resume queue", f"? Workers start on its {_jobs(stats.due)} due now.",
+                   f"It was paused by {stats.paused_by or 'someone'}" + (f": {stats.paused_reason}" if stats.paused_reason else "."),
+                   "Yes, resume it", "Keep it paused")

@@ -107,6 +107,31 @@ def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
     return _start(user, action, queue, AuditEntry.Scope.QUEUE, [], parameters, steps)
 
 
+def queue_pause_or_resume(*, user: Any, move: str, queue: str, reason: str = "") -> AuditEntry:
+    """Pauses or resumes claims from ``queue`` (one script); the audit row says what happened, and why."""
+    check_access(user=user, queue=queue)
+    if move == "pause":
+        call = queue_moves.pause(queue, reason=reason, actor=actor_for(user))
+    elif move == "resume":
+        call = queue_moves.resume(queue, actor=actor_for(user))
+    else:
+        raise InvalidInput(f"unknown action {move!r}")
+    parameters = {"reason": reason} if move == "pause" else {}
+    try:
+        result = emq().run(call)
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome = AuditEntry.Outcome.MOVED if result.changed else AuditEntry.Outcome.REFUSED
+        text = result.describe()
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=move, scope=AuditEntry.Scope.QUEUE, jobs=[],
+        parameters=parameters, outcome=outcome, result=text, finished_at=now, updated_at=now)
+
+
 def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected]) -> AuditEntry:
     """Starts a compare-and-move on exactly the ticked jobs in the background."""
     check_access(user=user, queue=queue)

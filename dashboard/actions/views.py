@@ -158,6 +158,23 @@ def queue_action(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
+def pause_action(request: HttpRequest) -> HttpResponse:
+    """Pause or resume a queue: confirmed first (it stops or starts every worker of the queue), then one script."""
+    move, queue = request.POST.get("action", ""), request.POST.get("q", "")
+    reason = request.POST.get("reason", "").strip()[:1000] if move == "pause" else ""
+    services.check_access(user=request.user, queue=queue)
+    hidden = [("q", queue), ("action", move)] + ([("reason", reason)] if move == "pause" else [])
+    answer = _confirmed(request, lambda: previews.pause_preview(move=move, queue=queue, reason=reason),
+                        previews.pause_proposal(move=move, queue=queue, reason=reason), hidden, "#action-results")
+    if answer is not None:
+        return answer
+    entry = services.queue_pause_or_resume(user=request.user, move=move, queue=queue, reason=reason)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
+@require_POST
+@operators_only
 def selection_action(request: HttpRequest) -> HttpResponse:
     move, queue = request.POST.get("move", ""), request.POST.get("q", "")
     if move not in SELECTION_MOVES:

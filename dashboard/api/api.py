@@ -296,6 +296,34 @@ def queue_action(request: HttpRequest, body: s.QueueActionIn) -> Any:
     return Status(202, audit_entry(entry))
 
 
+def _pause_or_resume(request: HttpRequest, move: str, body: s.PauseIn) -> Any:
+    reason = body.reason.strip() if move == "pause" else ""
+    data = {"q": body.queue, "action": move}
+    user = _operator(request, data)
+    _confirmed(request, user, body.confirmation,
+               lambda: previews.pause_preview(move=move, queue=body.queue, reason=reason),
+               previews.pause_proposal(move=move, queue=body.queue, reason=reason), data)
+    entry = actions.queue_pause_or_resume(user=user, move=move, queue=body.queue, reason=reason)
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(200 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
+
+
+@api.post("/queue/pause", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut, 428: s.ConfirmationOut,
+                                    **ERRORS},
+          summary="Pause claims from a queue (running jobs finish, enqueue goes on), once confirmed")
+def queue_pause(request: HttpRequest, body: s.PauseIn) -> Any:
+    """Answers 428 first with what it stops now and a confirmation to send back."""
+    return _pause_or_resume(request, "pause", body)
+
+
+@api.post("/queue/resume", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut,
+                                     428: s.ConfirmationOut, **ERRORS},
+          summary="Let claims take a paused queue's jobs again, once confirmed")
+def queue_resume(request: HttpRequest, body: s.PauseIn) -> Any:
+    return _pause_or_resume(request, "resume", body)
+
+
 @api.post("/runs/{run_id}/cancel", response={200: s.AuditEntryOut, 404: s.ErrorOut, **ERRORS},
           summary="Ask a running bulk action to stop after its current step")
 def run_cancel(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:

@@ -18,7 +18,8 @@ def _text(value: bytes, limit: int) -> str:
 def stats_out(stats: QueueStats) -> dict[str, Any]:
     return {"now_ms": stats.now_ms, **stats.counts, "due": stats.due, "delayed": stats.delayed,
             "lapsed": stats.lapsed, "oldest_due_age_ms": stats.oldest_due_age_ms, "next_due_ms": stats.next_due_ms,
-            "last_event_id": stats.last_event_id}
+            "last_event_id": stats.last_event_id, "paused": stats.paused, "paused_since_ms": stats.paused_since_ms,
+            "paused_by": stats.paused_by, "paused_reason": stats.paused_reason}
 
 
 def queue_out(name: str, result: QueueStats | Exception) -> dict[str, Any]:

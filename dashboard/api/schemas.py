@@ -30,6 +30,10 @@ class StatsOut(Schema):
     oldest_due_age_ms: int | None
     next_due_ms: int | None
     last_event_id: str
+    paused: bool = Field(description="Claims refuse the queue while it is paused")
+    paused_since_ms: int | None
+    paused_by: str
+    paused_reason: str
 
 
 class QueueOut(Schema):
@@ -167,4 +171,10 @@ class SelectionActionIn(Schema):
     queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
     move: Literal["retry", "recover", "promote", "cancel", "delete"]
     jobs: list[SeenJobIn] = Field(min_length=1, max_length=1000, description="Each job as you saw it")
+    confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class PauseIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    reason: str = Field("", max_length=1000, description="Why, for whoever looks (pause only)")
     confirmation: str = Field("", description=CONFIRMATION_HELP)

@@ -274,9 +274,30 @@ def test_a_running_bulk_run_can_be_cancelled(client: Client, operator: User, con
     assert response.status_code == 200 and response.json()["cancel_requested_by"] == "otto"
 
 
+def test_pause_and_resume_are_confirmed_moves_that_claims_obey(client: Client, operator: User,
+                                                               console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x", job_id="a")
+    headers = bearer(operator)
+
+    asked = post(client, "/api/queue/pause", {"queue": "mail", "reason": "rollback"}, headers)
+    assert asked.status_code == 428 and asked.json()["count"] == 1
+    paused = post(client, "/api/queue/pause", {"queue": "mail", "reason": "rollback",
+                                               "confirmation": asked.json()["confirmation"]}, headers)
+
+    assert paused.status_code == 200 and paused.json()["action"] == "pause"
+    stats = get(client, "/api/queue?q=mail", headers).json()["stats"]
+    assert (stats["paused"], stats["paused_by"], stats["paused_reason"]) == (True, "console:otto", "rollback")
+    again = post(client, "/api/queue/pause", {"queue": "mail"}, headers).json()
+    assert again["confirmation"] is None and "paused already" in again["nothing"]
+    asked = post(client, "/api/queue/resume", {"queue": "mail"}, headers).json()
+    resumed = post(client, "/api/queue/resume", {"queue": "mail", "confirmation": asked["confirmation"]}, headers)
+    assert resumed.status_code == 200 and console_mq.claim("mail")[0].id == "a"
+
+
 def test_the_schema_is_openapi_3_and_names_every_endpoint(client: Client) -> None:
     schema = client.get("/api/schema").json()
 
     assert schema["openapi"].startswith("3.")
     assert {"/api/queues", "/api/queue", "/api/queue/jobs", "/api/job", "/api/audit", "/api/runs/{run_id}",
-            "/api/job/actions", "/api/queue/selection", "/api/queue/actions", "/api/runs/{run_id}/cancel"} <= set(schema["paths"])
+            "/api/job/actions", "/api/queue/selection", "/api/queue/actions", "/api/runs/{run_id}/cancel",
+            "/api/queue/pause", "/api/queue/resume"} <= set(schema["paths"])

@@ -88,6 +88,11 @@ class QueueKeys:
         return self.prefix + "events"
 
     @property
+    def counts(self) -> str:
+        """How many of each move the queue has seen (a hash written by the moves themselves)."""
+        return self.prefix + "counts"
+
+    @property
     def paused(self) -> str:
         """Exists while the queue is paused (a hash: reason, actor, since_ms); claim refuses meanwhile."""
         return self.prefix + "paused"

@@ -221,6 +221,18 @@ def stats(queue: str) -> Call[QueueStats]:
     return Call("stats", keys.script_keys(None), [], parse)
 
 
+def counts(queue: str) -> Call[dict[str, int]]:
+    """The queue's move counters since its first move (``count_move`` in common.lua): field -> count."""
+    keys = QueueKeys(queue)
+
+    def parse(reply: list[Any]) -> dict[str, int]:
+        refused_whole("counts", reply)
+        pairs = ((_text(reply[i]), _text(reply[i + 1])) for i in range(0, len(reply), 2))
+        return {name: int(value) for name, value in pairs if value.isdigit()}
+
+    return Call("counts", keys.script_keys(None), [], parse)
+
+
 def parse_cursor(cursor: object) -> tuple[int, str]:
     """A cursor is ``"<score>:<id>"`` as :attr:`JobRow.cursor` writes it."""
     if not isinstance(cursor, str) or ":" not in cursor:

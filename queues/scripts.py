@@ -29,7 +29,7 @@ MOVES: Final = (
     "recover_expired", "retry_failed", "purge",
     "admit_order", "pause", "resume",
 )
-READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states")
+READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts")
 
 
 @dataclass(frozen=True, slots=True)

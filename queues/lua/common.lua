@@ -142,6 +142,19 @@ end
 -- for extend (a heartbeat is an event, not history); `err` is the fail
 -- entry's error.
 local EVENTS_MAXLEN = 10000
+-- Counters that outlive every reader: the hash <prefix>counts, one field per
+-- move (fail and recover per target: 'fail:pending', 'recover:failed'),
+-- counted by the move itself, in the queue's slot, so every console process
+-- reads the same totals and a restart loses none. A counts key of another
+-- type (not written by a script) is left alone: the move still happens.
+local function count_move(events_key, move, to)
+  if move == 'extend' then return end
+  local key = string.sub(events_key, 1, -7) .. 'counts'
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'hash' and kind ~= 'none' then return end
+  if move == 'fail' or move == 'recover' then move = move .. ':' .. to end
+  redis.call('HINCRBY', key, move, 1)
+end
 local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, err)
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
   attempts = cut_utf8(tostring(attempts), 64)
@@ -149,6 +162,7 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
   if job_key then append_history(job_key, ts, move, to, attempts, actor, err) end
+  count_move(events_key, move, to)
 end
 
 local function refuse(reason, state, attempts)

@@ -66,6 +66,7 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
         kind = draw(st.sampled_from(["hash", "hash", "hash", "none", "string", "list"]))
         entries.append((KEYS.job(job_id), kind, draw(job_hash())))
     entries.append((KEYS.prefix + "client_ids", draw(st.sampled_from(["none", "hash", "string"])), {"k-1": "a"}))
+    entries.append((KEYS.counts, draw(st.sampled_from(["none", "none", "hash", "string"])), {"complete": "3"}))
     entries.append((KEYS.paused, draw(st.sampled_from(["none", "none", "hash", "string"])),
                     {"reason": draw(texts), "actor": "a", "since_ms": draw(numbers)}))
     return entries
@@ -137,6 +138,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "clock": [],
         "check": [st.sampled_from(["pending", "hashes", "x"]), st.just("0"), limit, st.just(KEYS.prefix + "job:*")],
         "count_older": [states, numbers],
+        "counts": [],
         "pause": [texts, actor],
         "resume": [actor],
     }
@@ -156,7 +158,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
-                     "page", "clock", "check", "count_older", "states", "pause", "resume")
+                     "page", "clock", "check", "count_older", "states", "pause", "resume", "counts")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

@@ -1,0 +1,52 @@
+"""Move counters in the queue's slot, written by the moves themselves: they equal the moves made."""
+
+from __future__ import annotations
+
+import pytest
+
+from queues import EchoMQ, QueueKeys, moves, reads
+from tests.support.jobs import done_jobs, failed_jobs
+
+
+def test_every_move_counts_itself(any_mq: EchoMQ) -> None:
+    done_jobs(any_mq, "mail", 3)
+    failed_jobs(any_mq, "mail", 2)
+    retried = any_mq.page("mail", "failed").rows[0].id
+    any_mq.retry("mail", retried, extra_attempts=2)
+    job = any_mq.claim("mail", lease_ms=60_000)[0]
+    any_mq.run(moves.fail("mail", job.id, job.token, error="again", backoff_ms=0))  # attempts remain: back to pending
+    any_mq.enqueue("mail", "x", job_id="c")
+    any_mq.cancel("mail", "c", expect_state="pending")
+
+    counts = any_mq.run(reads.counts("mail"))
+
+    assert counts == {"enqueue": 6, "claim": 6, "complete": 3, "fail:failed": 2, "fail:pending": 1, "retry": 1,
+                      "cancel": 1}
+
+
+def test_a_heartbeat_is_not_counted_and_a_recovered_lease_is(mq: EchoMQ) -> None:
+    mq.enqueue("mail", "x", job_id="a")
+    job = mq.claim("mail", lease_ms=60_000)[0]
+    mq.extend("mail", job.id, job.token)
+    mq.redis.zadd(QueueKeys("mail").active, {"a": 1})
+
+    mq.recover_expired("mail")
+
+    assert mq.run(reads.counts("mail")) == {"enqueue": 1, "claim": 1, "recover:pending": 1}
+
+
+def test_a_counts_key_another_writer_made_a_string_does_not_stop_the_moves(mq: EchoMQ) -> None:
+    mq.redis.set(QueueKeys("mail").counts, "not a hash")
+
+    mq.enqueue("mail", "x", job_id="a")
+
+    assert mq.job("mail", "a").state == "pending"
+    with pytest.raises(Exception, match="wrongtype|another type|counts"):
+        mq.run(reads.counts("mail"))
+
+
+def test_fields_a_foreign_writer_added_are_not_read(mq: EchoMQ) -> None:
+    mq.redis.hset(QueueKeys("mail").counts, mapping={f"junk{n}": n for n in range(2000)} | {"complete": "x"})
+    mq.enqueue("mail", "x")
+
+    assert mq.run(reads.counts("mail")) == {"enqueue": 1}

@@ -9,6 +9,12 @@ Series (one per queue where labelled ``queue``):
   ``emq_queue_lapsed_leases{queue}``: leases past their deadline, waiting for the sweeper. Together
   they are ``emq_queue_jobs{state="active"}``.
 - ``emq_queue_paused{queue}``: 1 while the queue is paused.
+- ``emq_jobs_total{queue,outcome}`` (completed, failed, retried, recovered, cancelled),
+  ``emq_jobs_enqueued_total{queue}``, ``emq_jobs_claimed_total{queue}``: counters the moves keep in
+  each queue's slot (``emq:{Q}:counts``, one HINCRBY in the shared ``emit`` of common.lua), so every
+  console process reports the same totals and a console restart loses none. Counted by the moves
+  rather than derived from the event stream because the stream is capped (10,000 entries) and read by
+  each process on its own: a process that started late, or fell behind the cap, would count differently.
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
   ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
 - ``emq_metrics_last_walk_timestamp_seconds``, ``emq_metrics_walk_duration_seconds``,
@@ -18,14 +24,24 @@ Series (one per queue where labelled ``queue``):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from .snapshot import Snapshot
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Each outcome of emq_jobs_total from the moves' own counters (queues.reads.counts).
+OUTCOMES: Final = {
+    "completed": ("complete",),
+    "failed": ("fail:failed",),
+    "retried": ("fail:pending", "retry"),
+    "recovered": ("recover:pending", "recover:failed"),
+    "cancelled": ("cancel",),
+}
 
 
 class _SnapshotCollector(Collector):
@@ -55,6 +71,19 @@ class _SnapshotCollector(Collector):
             lapsed.add_metric([q], stats.lapsed)
             paused.add_metric([q], int(stats.paused))
         yield from (jobs, oldest, held, lapsed, paused)
+        outcomes = CounterMetricFamily("emq_jobs", "Jobs that reached each outcome, counted by the moves in Redis "
+                                       "(the same from every console process, kept across restarts)",
+                                       labels=["queue", "outcome"])
+        enqueued = CounterMetricFamily("emq_jobs_enqueued", "Jobs enqueued, counted by the enqueue moves",
+                                       labels=["queue"])
+        claimed = CounterMetricFamily("emq_jobs_claimed", "Claims (attempts started), counted by the claim move",
+                                      labels=["queue"])
+        for queue, counted in s.counts.items():
+            for outcome, fields in OUTCOMES.items():
+                outcomes.add_metric([queue, outcome], sum(counted.get(f, 0) for f in fields))
+            enqueued.add_metric([queue], counted.get("enqueue", 0))
+            claimed.add_metric([queue], counted.get("claim", 0))
+        yield from (outcomes, enqueued, claimed)
 
         yield GaugeMetricFamily("emq_redis_up", "1 when the last walk reached every Redis primary",
                                 value=int(s.redis_up))

@@ -13,6 +13,7 @@ from dashboard.monitoring.snapshot import walker_reset
 from dashboard.orders.tokens import api_token_create
 from queues import EchoMQ, QueueKeys, moves
 from tests.support.eviction import evicting
+from tests.support.jobs import done_jobs, failed_jobs
 from tests.support.metrics import Samples, samples, value
 from tests.support.waiting import wait_until
 
@@ -182,3 +183,20 @@ def test_a_redis_that_is_down_is_up_0_not_an_error(client: Client, viewer: User,
 
     assert value(parsed, "emq_redis_up") == 0
     assert not [key for key in parsed if key[0] == "emq_queue_jobs"]
+
+
+def test_the_job_counters_equal_the_moves_made(client: Client, viewer: User, console_mq: EchoMQ) -> None:
+    done_jobs(console_mq, "mail", 3)
+    failed_jobs(console_mq, "mail", 2)
+    console_mq.retry("mail", console_mq.page("mail", "failed").rows[0].id)
+    console_mq.enqueue("mail", "x", job_id="c")
+    console_mq.cancel("mail", "c", expect_state="pending")
+    token = api_token_create(user=viewer, name="prometheus")
+
+    parsed = scraped_until(client, token, lambda s: value(s, "emq_jobs_total", queue="mail", outcome="cancelled") == 1,
+                           "the counters in a walk")
+
+    expected = {"completed": 3, "failed": 2, "retried": 1, "recovered": 0, "cancelled": 1}
+    assert {o: value(parsed, "emq_jobs_total", queue="mail", outcome=o) for o in expected} == expected
+    assert value(parsed, "emq_jobs_enqueued_total", queue="mail") == 6
+    assert value(parsed, "emq_jobs_claimed_total", queue="mail") == 5

@@ -42,6 +42,11 @@ def jobs_by_state(parsed: Samples, queue: str) -> dict[str, float | None]:
             for state in ("due", "delayed", "active", "done", "failed")}
 
 
+def outcomes(parsed: Samples, queue: str) -> dict[str, float | None]:
+    return {o: value(parsed, "emq_jobs_total", queue=queue, outcome=o)
+            for o in ("completed", "failed", "retried", "recovered", "cancelled")}
+
+
 def from_the_sets(mq: EchoMQ, queue: str) -> dict[str, float | None]:
     keys, now = QueueKeys(queue), mq.server_time_ms(queue)
     due = mq.redis.zcount(keys.pending, "-inf", now)
@@ -71,21 +76,27 @@ def test_both_processes_report_what_the_sorted_sets_hold(two_consoles: tuple[lis
         for url in urls:
             wait_until(lambda: jobs_by_state(scrape(url), "mail") == expected["mail"], 30, f"{url} to follow a move")
         assert expected["mail"] == {"due": 1, "delayed": 1, "active": 1, "done": 4, "failed": 2}
+        counters = {"completed": 4, "failed": 2, "retried": 0, "recovered": 0, "cancelled": 0}
+        assert [outcomes(scrape(url), "mail") for url in urls] == [counters, counters]
     finally:
         mq.close()
 
 
-def test_a_restarted_process_reports_the_same_gauges(two_consoles: tuple[list[str], dict[str, str], Path],
+def test_a_restarted_process_reports_the_same_gauges_and_counters(two_consoles: tuple[list[str], dict[str, str], Path],
                                                      redis_server: RedisServer) -> None:
     urls, env, workdir = two_consoles
     mq = EchoMQ.from_url(redis_server.url, actor="test")
     try:
         done_jobs(mq, "mail", 3)
+        failed_jobs(mq, "mail", 1)
         expected = from_the_sets(mq, "mail")
         wait_until(lambda: jobs_by_state(scrape(urls[0]), "mail") == expected, 30, "the first process")
+        counted = outcomes(scrape(urls[0]), "mail")
+        assert counted == {"completed": 3, "failed": 1, "retried": 0, "recovered": 0, "cancelled": 0}
         url, daphne = start_daphne(env, workdir, "daphne-restarted")
         try:
             wait_until(lambda: jobs_by_state(scrape(url), "mail") == expected, 30, "a freshly started process")
+            assert outcomes(scrape(url), "mail") == counted
         finally:
             stop_daphne(daphne)
     finally:

@@ -149,6 +149,26 @@ def cmd_resume(mq: EchoMQ, args: argparse.Namespace) -> None:
     print(_shown(mq.resume(args.queue).describe()))
 
 
+def cmd_workers(mq: EchoMQ, args: argparse.Namespace) -> None:
+    from . import reads
+
+    names = [args.queue] if args.queue else mq.queues()
+    for start in range(0, len(names), 500):
+        chunk = names[start:start + 500]
+        for name, found in zip(chunk, mq.run_many([reads.workers(q) for q in chunk])):
+            if isinstance(found, Exception):
+                print(_shown(f"emq: {name}: {found}"), file=sys.stderr)
+                continue
+            for w in found.workers:
+                if args.json:
+                    _out(w.as_dict())
+                else:
+                    beat = (found.now_ms - w.heartbeat_ms) / 1000 if w.heartbeat_ms else None
+                    print("\t".join(_shown(part) for part in (
+                        w.queue, w.id, f"{w.host} pid {w.pid}", w.runtime, f"concurrency {w.concurrency}",
+                        f"holds {w.held}", f"heartbeat {'?' if beat is None else f'{beat:.1f} s ago'}")))
+
+
 def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
     stats = mq.stats(args.queue)
     if args.json:
@@ -298,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expect-state", default="active")
     p.add_argument("--expect-attempts")
     command("retry-all", cmd_retry_all, "retry every failed job, in batches").add_argument("queue")
+    p = command("workers", cmd_workers, "the live workers (of one queue, or of every registered queue)")
+    p.add_argument("queue", nargs="?")
+    p.add_argument("--json", action="store_true")
     p = command("pause", cmd_pause, "claims refuse the queue until resume (enqueue and running jobs go on)")
     p.add_argument("queue")
     p.add_argument("--reason", default="", help="why, for whoever looks (the console shows it)")

@@ -88,6 +88,15 @@ class QueueKeys:
         return self.prefix + "events"
 
     @property
+    def workers(self) -> str:
+        """The live workers of the queue: a sorted set of worker ids scored by when their entry expires (ms)."""
+        return self.prefix + "workers"
+
+    def worker(self, worker_id: str) -> str:
+        """One worker's entry (a hash that expires unless the worker registers again)."""
+        return self.prefix + "worker:" + validate_job_id(worker_id)
+
+    @property
     def counts(self) -> str:
         """How many of each move the queue has seen (a hash written by the moves themselves)."""
         return self.prefix + "counts"

@@ -429,3 +429,34 @@ def resume(queue: str, *, actor: str = "") -> Call[PauseResult]:
         return PauseResult("resume", keys.queue, True, actor=actor, paused_for_ms=int(took) if took.isdigit() else None)
 
     return Call("resume", keys.script_keys(None), [actor], parse)
+
+
+WORKER_HELD_IDS: Final = 20
+
+
+def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: int, runtime: str,
+                    concurrency: int, started_ms: int, held: list[str]) -> Call[int]:
+    """A worker's heartbeat in the queue's registry; returns when its entry expires (server ms)."""
+    keys = QueueKeys(queue)
+    worker_id = validate_job_id(worker_id)
+    shown = "\n".join(held[:WORKER_HELD_IDS])
+
+    def parse(reply: list[Any]) -> int:
+        refused_whole("register_worker", reply)
+        return int(_text(reply[2]))
+
+    return Call("register_worker", keys.script_keys(None),
+                [worker_id, _int(ttl_ms, "ttl_ms", 1000, MAX_LEASE_MS), host, _int(pid, "pid", 0),
+                 runtime, _int(concurrency, "concurrency", 0), _int(started_ms, "started_ms", 0), len(held), shown],
+                parse)
+
+
+def unregister_worker(queue: str, worker_id: str) -> Call[bool]:
+    keys = QueueKeys(queue)
+    worker_id = validate_job_id(worker_id)
+
+    def parse(reply: list[Any]) -> bool:
+        refused_whole("unregister_worker", reply)
+        return bool(int(reply[1]))
+
+    return Call("unregister_worker", keys.script_keys(None), [worker_id], parse)

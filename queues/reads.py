@@ -233,6 +233,58 @@ def counts(queue: str) -> Call[dict[str, int]]:
     return Call("counts", keys.script_keys(None), [], parse)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One live worker of a queue, as it last registered."""
+
+    queue: str
+    id: str
+    host: str
+    pid: str
+    runtime: str
+    concurrency: str
+    started_ms: int | None
+    heartbeat_ms: int | None
+    expires_ms: int | None
+    held: int
+    held_ids: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"queue": self.queue, "id": self.id, "host": self.host, "pid": self.pid, "runtime": self.runtime,
+                "concurrency": self.concurrency, "started_ms": self.started_ms, "heartbeat_ms": self.heartbeat_ms,
+                "expires_ms": self.expires_ms, "held": self.held, "held_ids": self.held_ids}
+
+
+@dataclass(frozen=True, slots=True)
+class Workers:
+    queue: str
+    now_ms: int
+    live: int  # entries not expired (may be more than ``workers`` lists)
+    workers: list[WorkerInfo]
+
+
+def _digits(value: Any) -> int | None:
+    text = _text(value)
+    return int(text) if text.isdigit() else None
+
+
+def workers(queue: str, *, limit: int = 100) -> Call[Workers]:
+    keys = QueueKeys(queue)
+    limit = _int(limit, "limit", 1, 1000)
+
+    def parse(reply: list[Any]) -> Workers:
+        refused_whole("workers", reply)
+        now, live, *flat = reply
+        found = []
+        for i in range(0, len(flat), 10):
+            wid, host, pid, runtime, concurrency, started, beat, expires, held, ids = (_text(v) for v in flat[i:i + 10])
+            found.append(WorkerInfo(keys.queue, wid, host, pid, runtime, concurrency, _digits(started), _digits(beat),
+                                    _digits(expires), _digits(held) or 0, [x for x in ids.split("\n") if x]))
+        return Workers(keys.queue, int(now), int(live), found)
+
+    return Call("workers", keys.script_keys(None), [limit], parse)
+
+
 def parse_cursor(cursor: object) -> tuple[int, str]:
     """A cursor is ``"<score>:<id>"`` as :attr:`JobRow.cursor` writes it."""
     if not isinstance(cursor, str) or ":" not in cursor:

@@ -27,9 +27,9 @@ MOVES: Final = (
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
     "retry", "recover", "promote", "cancel", "delete",
     "recover_expired", "retry_failed", "purge",
-    "admit_order", "pause", "resume",
+    "admit_order", "pause", "resume", "register_worker", "unregister_worker",
 )
-READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts")
+READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts", "workers")
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ import inspect
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -76,6 +77,7 @@ Handler = Callable[[ClaimedJob], Union[Any, Awaitable[Any]]]
 MAX_ERROR_CHARS = 2000
 MAX_BACKOFF_S = 5.0
 MAX_ROUNDS_IN_FLIGHT = 2
+RUNTIME = f"python {sys.version.split()[0]} emq"
 
 
 def load_handler(spec: str) -> Handler:
@@ -289,6 +291,7 @@ class Worker:
         self._thread_stop = threading.Event()
         self._closed = False
         self._busy_here = False
+        self._started_ms = int(time.time() * 1000)
 
     # Entry points ------------------------------------------------------------
 
@@ -351,6 +354,7 @@ class Worker:
                                            asyncio.get_running_loop())
         watcher = asyncio.create_task(self._relay(stop))
         stopped = asyncio.Event()
+        await self._register(client)
         heartbeat = asyncio.create_task(self._heartbeat(client, stopped))
         log.info("worker %s on %s: concurrency %d, lease %d ms", self.actor, self.queue, self.concurrency,
                  self.lease_ms)
@@ -366,6 +370,7 @@ class Worker:
             stopped.set()
             watcher.cancel()
             await asyncio.gather(heartbeat, watcher, return_exceptions=True)
+            await self._register(client, leaving=True)
             if self._threads is not None:
                 self._threads.shutdown()
             if self._client is None:
@@ -799,6 +804,7 @@ class Worker:
                 return
             try:
                 await self._extend_all(client)
+                await self._register(client)
                 await self._sweep(client)
             except Unavailable as error:
                 with self._lock:
@@ -806,6 +812,21 @@ class Worker:
                 log.warning("heartbeat could not reach redis: %s", error)
             except EmqError as error:
                 log.error("heartbeat failed: %s", error)
+
+    async def _register(self, client: AsyncEchoMQ, *, leaving: bool = False) -> None:
+        """This worker's entry in the queue's registry (PROTOCOL.md, "Workers"): it lives one lease unless renewed."""
+        with self._lock:
+            held = [h.job.id for h in self._held.values() if not (h.lost or h.handed_back)]
+        try:
+            if leaving:
+                await client.run(moves.unregister_worker(self.queue, self.actor))
+            else:
+                await client.run(moves.register_worker(
+                    self.queue, self.actor, ttl_ms=max(self.lease_ms, 1000), host=socket.gethostname(),
+                    pid=os.getpid(), runtime=RUNTIME, concurrency=self.concurrency, started_ms=self._started_ms,
+                    held=held))
+        except EmqError as error:  # the registry is for people watching; the work goes on without it
+            log.warning("worker registry: %s", error)
 
     async def _extend_all(self, client: AsyncEchoMQ) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .services import emq, live_follower, read
+from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .sweeper import sweeper_status
 
 
@@ -84,6 +85,7 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     follower = live_follower()
+    context.update(queue_workers_context(name))
     context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
                                                csrf_token=get_token(request)))
     if _wants_fragment(request, "queue-jobs"):
@@ -112,7 +114,8 @@ def job_detail(request: HttpRequest) -> HttpResponse:
     except Unavailable as error:
         history, history_error = [], str(error)
     detail = presenters.job_detail(view, history, history_error=history_error, full_payload=request.GET.get("full") == "1")
-    context.update(detail=detail, now_ms=view.now_ms)
+    context.update(detail=detail, now_ms=view.now_ms,
+                   worker_gone=held_by_gone_worker(name, view.state, view.text("worker")))
     status = 200 if view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)

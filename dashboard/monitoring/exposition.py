@@ -15,6 +15,7 @@ Series (one per queue where labelled ``queue``):
   console process reports the same totals and a console restart loses none. Counted by the moves
   rather than derived from the event stream because the stream is capped (10,000 entries) and read by
   each process on its own: a process that started late, or fell behind the cap, would count differently.
+- ``emq_workers{queue}``: workers alive in the queue's registry (``emq:{Q}:workers``).
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
   ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
 - ``emq_metrics_last_walk_timestamp_seconds``, ``emq_metrics_walk_duration_seconds``,
@@ -84,6 +85,11 @@ class _SnapshotCollector(Collector):
             enqueued.add_metric([queue], counted.get("enqueue", 0))
             claimed.add_metric([queue], counted.get("claim", 0))
         yield from (outcomes, enqueued, claimed)
+        alive = GaugeMetricFamily("emq_workers", "Workers whose registry entry is alive (heartbeat within a lease)",
+                                  labels=["queue"])
+        for queue, live in s.workers.items():
+            alive.add_metric([queue], live)
+        yield alive
 
         yield GaugeMetricFamily("emq_redis_up", "1 when the last walk reached every Redis primary",
                                 value=int(s.redis_up))

@@ -1,7 +1,7 @@
 """The state ``/metrics`` serves: read in the background, at a bounded rate, only while someone scrapes.
 
 A scrape never reads a queue. One thread per console process walks the queue
-registry with pipelined ``stats`` and ``counts`` reads (two read-only scripts per queue, in
+registry with pipelined ``stats``, ``counts`` and ``workers`` reads (three read-only scripts per queue, in
 chunks of ``CHUNK``), at most ``EMQ_METRICS_QUEUES_PER_S`` queues a second, and
 starts the next walk ``EMQ_METRICS_INTERVAL_S`` after the last one began. So
 the Redis work per second is bounded whatever the scrape rate, and at 10,000
@@ -49,6 +49,7 @@ class Snapshot:
     rendered: bytes = b""
     # Per queue, its move counters (queues.reads.counts): kept in Redis by the moves, so the same for every process.
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    workers: dict[str, int] = field(default_factory=dict)  # per queue, its live workers
 
 
 @dataclass
@@ -114,32 +115,38 @@ class Walker:
             return _rendered(snapshot, self.render)
         stats: list[QueueStats] = []
         counts: dict[str, dict[str, int]] = {}
+        workers: dict[str, int] = {}
         unreadable = 0
         for start in range(0, len(names), CHUNK):
             chunk_started = time.monotonic()
             chunk = names[start:start + CHUNK]
             try:
-                results = read(lambda mq: mq.run_many([reads.stats(q) for q in chunk] + [reads.counts(q) for q in chunk]))
+                results = read(lambda mq: mq.run_many([reads.stats(q) for q in chunk] + [reads.counts(q) for q in chunk]
+                                                      + [reads.workers(q, limit=1) for q in chunk]))
             except Unavailable:
-                results = [Unavailable("unreachable")] * (2 * len(chunk))
-            for name, result, counted in zip(chunk, results[:len(chunk)], results[len(chunk):]):
+                results = [Unavailable("unreachable")] * (3 * len(chunk))
+            n = len(chunk)
+            for name, result, counted, alive in zip(chunk, results[:n], results[n:2 * n], results[2 * n:]):
                 if isinstance(result, QueueStats):
                     stats.append(result)
                     if isinstance(counted, dict):
                         counts[name] = counted
+                    if isinstance(alive, reads.Workers):
+                        workers[name] = alive.live
                 else:
                     unreadable += 1
             # Hold the rate: a chunk of CHUNK queues takes at least CHUNK / queues_per_s seconds.
             rest = len(chunk) / self.queues_per_s - (time.monotonic() - chunk_started)
             if rest > 0 and start + CHUNK < len(names) and self._stop.wait(rest):
                 break
-        snapshot = Snapshot(time.time(), time.monotonic() - started, True, health, stats, unreadable, counts=counts)
+        snapshot = Snapshot(time.time(), time.monotonic() - started, True, health, stats, unreadable, counts=counts,
+                            workers=workers)
         return _rendered(snapshot, self.render)
 
 
 def _rendered(snapshot: Snapshot, render: Callable[[Snapshot], bytes]) -> Snapshot:
     return Snapshot(snapshot.taken_at, snapshot.duration_s, snapshot.redis_up, snapshot.health, snapshot.stats,
-                    snapshot.unreadable, render(snapshot), snapshot.counts)
+                    snapshot.unreadable, render(snapshot), snapshot.counts, snapshot.workers)
 
 
 _walker: Walker | None = None

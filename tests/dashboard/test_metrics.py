@@ -200,3 +200,15 @@ def test_the_job_counters_equal_the_moves_made(client: Client, viewer: User, con
     assert {o: value(parsed, "emq_jobs_total", queue="mail", outcome=o) for o in expected} == expected
     assert value(parsed, "emq_jobs_enqueued_total", queue="mail") == 6
     assert value(parsed, "emq_jobs_claimed_total", queue="mail") == 5
+
+
+def test_emq_workers_counts_the_live_entries(client: Client, viewer: User, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x")
+    facts = dict(ttl_ms=60_000, host="h", pid=1, runtime="python", concurrency=1, started_ms=1, held=[])
+    console_mq.run(moves.register_worker("mail", "w:1", **facts))
+    console_mq.run(moves.register_worker("mail", "w:2", **facts))
+    token = api_token_create(user=viewer, name="prometheus")
+
+    parsed = scraped_until(client, token, lambda s: value(s, "emq_workers", queue="mail") == 2, "two workers")
+
+    assert value(parsed, "emq_workers", queue="mail") == 2

@@ -1,0 +1,53 @@
+"""The Workers page, the queue page's count of workers, and a job held by a worker that is gone."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from queues import EchoMQ, QueueKeys, moves
+
+pytestmark = pytest.mark.django_db
+
+FACTS = dict(ttl_ms=60_000, host="box-1", pid=4242, runtime="node 20 <emq>", concurrency=8, started_ms=1)
+
+
+def test_it_lists_every_live_worker_with_what_it_holds(viewer_client: Client, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x", job_id="a")
+    console_mq.enqueue("thumbs", "x")
+    console_mq.run(moves.register_worker("mail", "box-1:4242", held=["a"], **FACTS))
+
+    page = viewer_client.get("/workers/").content.decode()
+
+    assert "box-1:4242" in page and "box-1 · 4242" in page and "node 20 &lt;emq&gt;" in page
+    assert 'href="/job/?q=mail&amp;id=a"' in page
+    assert ">thumbs<" not in page  # a queue without live workers is not listed
+    assert "1 alive" in page
+
+
+def test_the_queue_page_says_how_many_workers_serve_it(viewer_client: Client, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x")
+    assert "workers serving it <b>0</b>" in viewer_client.get("/queue/?q=mail").content.decode()
+
+    console_mq.run(moves.register_worker("mail", "box-1:1", held=[], **FACTS))
+    console_mq.run(moves.register_worker("mail", "box-1:2", held=[], **FACTS))
+
+    assert "workers serving it <b>2</b>" in viewer_client.get("/queue/?q=mail").content.decode()
+
+
+def test_a_job_whose_worker_is_gone_says_so_and_one_whose_worker_lives_does_not(viewer_client: Client,
+                                                                               console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x", job_id="a")
+    console_mq.claim("mail", lease_ms=60_000)
+    worker = console_mq.job("mail", "a").text("worker")
+    console_mq.run(moves.register_worker("mail", worker, held=["a"], **FACTS))
+
+    assert 'id="worker-gone"' not in viewer_client.get("/job/?q=mail&id=a").content.decode()
+
+    console_mq.redis.zadd(QueueKeys("mail").workers, {worker: 1})  # its entry expired long ago
+
+    assert "held by a worker that is gone" in viewer_client.get("/job/?q=mail&id=a").content.decode()
+
+
+def test_the_workers_page_needs_a_login(client: Client, console_mq: EchoMQ) -> None:
+    assert client.get("/workers/").status_code == 302

@@ -27,7 +27,8 @@ from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .scripts import script
-from .search import Limits, Query, Search
+from .failures import groups
+from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
 
 
 class _Parser(argparse.ArgumentParser):
@@ -234,12 +235,16 @@ def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def _query(mq: EchoMQ, args: argparse.Namespace) -> Query:
+    return Query.parse(state=args.state, id_prefix=args.id_prefix, payload=args.payload, field=args.field,
+                       error=args.error, worker=args.worker, group=args.group, enqueued_after=args.enqueued_after,
+                       enqueued_before=args.enqueued_before, finished_after=args.finished_after,
+                       finished_before=args.finished_before, order=args.order,
+                       now_ms=mq.server_time_ms(args.queue))
+
+
 def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
-    query = Query.parse(state=args.state, id_prefix=args.id_prefix, payload=args.payload, field=args.field,
-                        error=args.error, worker=args.worker, enqueued_after=args.enqueued_after,
-                        enqueued_before=args.enqueued_before, finished_after=args.finished_after,
-                        finished_before=args.finished_before, order=args.order,
-                        now_ms=mq.server_time_ms(args.queue))
+    query = _query(mq, args)
     if args.limit is not None and args.limit < 1:
         raise InvalidInput("--limit must be at least 1")
     engine = Search(query, [args.queue], Limits(max_matches=args.limit, seconds=None))
@@ -248,12 +253,42 @@ def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
             if args.json:
                 _out(match.as_dict())
             else:
-                print(f"{match.id}\t{match.state}\t{match.attempts or 0}\t{match.score}"
-                      f"\t{_text(match.payload_head)[:60]!r}\t{match.last_error[:80]!r}")
+                print(f"{_shown(match.id)}\t{_shown(match.state)}\t{_shown(match.attempts or '0')}\t{match.score}"
+                      f"\t{_shown(match.payload_head[:60])}\t{_shown(match.last_error[:80])}")
         sys.stdout.flush()
-    print(f"emq: {query.describe()}: {engine.summary()}", file=sys.stderr)
+    print(f"emq: {_shown(query.describe())}: {_shown(engine.summary())}", file=sys.stderr)
     if not engine.matched:
         raise SystemExit(3)
+
+
+def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
+    read = mq.run(groups(args.queue, limit=args.limit))
+    if read.problem:
+        raise EmqError(read.problem)
+    for group in read.groups:
+        if args.json:
+            _out(group.as_dict())
+        else:
+            print(f"{group.id}\t{group.count}\t{_shown(group.signature)}\tfirst {group.first_ms}\tlast "
+                  f"{group.last_ms}\tsample {_shown(group.sample_id)}")
+    print(f"emq: {read.failed} failed jobs, {read.grouped} in the {len(read.groups)} largest of {read.group_count} "
+          "groups", file=sys.stderr)
+
+
+def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:
+    query = _query(mq, args)
+    check_match_move(args.move, query.state)
+    if not args.yes:
+        engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, detail=0))
+        for _ in engine.steps(mq):
+            pass
+        raise InvalidInput(f"{args.move} would act on the {engine.matched} {_shown(query.describe())} of "
+                           f"{_shown(args.queue)}: add --yes to do it")
+    engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, detail=0))
+    total = MoveTally()
+    for tally in move_matches(mq, args.move, engine, actor=mq.actor):
+        total.add(tally)
+    print(total.describe())
 
 
 def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
@@ -353,22 +388,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("check", cmd_check, "integrity check (exit 1 when problems are found)")
     p.add_argument("queue")
     p.add_argument("--json", action="store_true")
+    def search_filters(p: argparse.ArgumentParser) -> None:
+        p.add_argument("queue")
+        p.add_argument("--state", required=True, choices=STATES)
+        p.add_argument("--id-prefix")
+        p.add_argument("--payload", help="plain text the payload contains (bytes, case-sensitive)")
+        p.add_argument("--field", help="PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku=\"A-1\"")
+        p.add_argument("--error", help="text the last error or an earlier attempt's contains (ASCII case-insensitive)")
+        p.add_argument("--worker", help="text the worker's name contains")
+        p.add_argument("--group", help="a failure group (as emq failures prints it)")
+        p.add_argument("--enqueued-after", help="epoch ms, ISO time (UTC unless it says) or an age like 2h")
+        p.add_argument("--enqueued-before")
+        p.add_argument("--finished-after", help="done or failed jobs only")
+        p.add_argument("--finished-before")
+        p.add_argument("--order", choices=["asc", "desc"], help="by the state's score (default: newest first "
+                                                                 "for done and failed, oldest first otherwise)")
+
     p = command("search", cmd_search, "find jobs of a state by id prefix, payload, JSON field, error, worker, time")
-    p.add_argument("queue")
-    p.add_argument("--state", required=True, choices=STATES)
-    p.add_argument("--id-prefix")
-    p.add_argument("--payload", help="plain text the payload contains (bytes, case-sensitive)")
-    p.add_argument("--field", help="PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku=\"A-1\"")
-    p.add_argument("--error", help="text the last error contains (ASCII case-insensitive)")
-    p.add_argument("--worker", help="text the worker's name contains")
-    p.add_argument("--enqueued-after", help="epoch ms, ISO time (UTC unless it says) or an age like 2h")
-    p.add_argument("--enqueued-before")
-    p.add_argument("--finished-after", help="done or failed jobs only")
-    p.add_argument("--finished-before")
-    p.add_argument("--order", choices=["asc", "desc"], help="by the state's score (default: newest first "
-                                                             "for done and failed, oldest first otherwise)")
+    search_filters(p)
     p.add_argument("--limit", type=int, help="stop after this many matches")
     p.add_argument("--json", action="store_true")
+    p = command("failures", cmd_failures, "the failed jobs grouped by cause, largest group first")
+    p.add_argument("queue")
+    p.add_argument("--limit", type=int, default=50, help="how many groups (at most 200)")
+    p.add_argument("--json", action="store_true")
+    p = command("bulk", cmd_bulk, "retry, cancel, delete or promote every job a search finds")
+    p.add_argument("move", choices=sorted(MATCH_MOVES))
+    search_filters(p)
+    p.add_argument("--yes", action="store_true", help="do it (without: say how many it would act on)")
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")
     p = command("worker", cmd_worker, "run handlers for a queue")

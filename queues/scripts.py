@@ -29,7 +29,8 @@ MOVES: Final = (
     "recover_expired", "retry_failed", "purge",
     "admit_order", "pause", "resume", "register_worker", "unregister_worker",
 )
-READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts", "workers")
+READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
+                   "workers", "search", "groups", "signature")
 
 
 @dataclass(frozen=True, slots=True)

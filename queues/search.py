@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from .errors import InvalidInput, Refused
+from .errors import EmqError, InvalidInput, Refused
+from .failures import validate_group
 from .keys import MAX_JOB_ID, QueueKeys, State, validate_queue_name, validate_state
 from .moves import Call, MoveResult, _text, operator_move
 
@@ -205,6 +206,7 @@ class Query:
     field: FieldFilter | None = None
     error: str = ""
     worker: str = ""
+    group: str = ""
     enqueued_after_ms: int | None = None
     enqueued_before_ms: int | None = None
     finished_after_ms: int | None = None
@@ -213,7 +215,8 @@ class Query:
 
     @classmethod
     def parse(cls, *, state: str, id_prefix: str | None = None, payload: str | None = None, field: str | None = None,
-              error: str | None = None, worker: str | None = None, enqueued_after: str | None = None,
+              error: str | None = None, worker: str | None = None, group: str | None = None,
+              enqueued_after: str | None = None,
               enqueued_before: str | None = None, finished_after: str | None = None,
               finished_before: str | None = None, order: str | None = None, now_ms: int = 0) -> Query:
         """Reads a query as typed (the CLI's options, the console's form); None or "" leaves a filter out."""
@@ -221,7 +224,7 @@ class Query:
             raise InvalidInput("choose a state to search: pending, active, done or failed")
         given = {name: value.strip() if name in ("id_prefix",) else value
                  for name, value in (("id_prefix", id_prefix), ("payload", payload), ("error", error),
-                                     ("worker", worker)) if value}
+                                     ("worker", worker), ("group", group)) if value}
 
         def moment(value: str | None) -> int | None:
             return parse_moment(value, now_ms=now_ms) if value and value.strip() else None
@@ -241,6 +244,10 @@ class Query:
         for name in ("payload", "error", "worker"):
             if getattr(self, name):
                 _plain_text(getattr(self, name), name)
+        if self.group:
+            validate_group(self.group)
+            if self.state != "failed":
+                raise InvalidInput(f"failure groups hold failed jobs, not {self.state} ones")
         if (self.finished_after_ms is not None or self.finished_before_ms is not None) \
                 and self.state not in ("done", "failed"):
             raise InvalidInput(f"{self.state} jobs have not finished: a finished time applies to done or failed")
@@ -255,7 +262,7 @@ class Query:
 
     @property
     def is_empty(self) -> bool:
-        return not (self.id_prefix or self.payload or self.field or self.error or self.worker) and all(
+        return not (self.id_prefix or self.payload or self.field or self.error or self.worker or self.group) and all(
             t is None for t in (self.enqueued_after_ms, self.enqueued_before_ms, self.finished_after_ms,
                                 self.finished_before_ms))
 
@@ -276,6 +283,8 @@ class Query:
             parts.append(f"error contains {self.error!r}")
         if self.worker:
             parts.append(f"worker contains {self.worker!r}")
+        if self.group:
+            parts.append(f"failure group is {self.group}")
         for value, what in ((self.enqueued_after_ms, "enqueued after"), (self.enqueued_before_ms, "enqueued before"),
                             (self.finished_after_ms, "finished after"),
                             (self.finished_before_ms, "finished before")):
@@ -286,7 +295,7 @@ class Query:
     def as_dict(self) -> dict[str, Any]:
         """The query as plain values (the audit row's parameters; :meth:`from_dict` reads it back)."""
         out: dict[str, Any] = {"state": self.state}
-        for name in ("id_prefix", "payload", "error", "worker", "enqueued_after_ms", "enqueued_before_ms",
+        for name in ("id_prefix", "payload", "error", "worker", "group", "enqueued_after_ms", "enqueued_before_ms",
                      "finished_after_ms", "finished_before_ms", "order"):
             value = getattr(self, name)
             if value not in (None, ""):
@@ -317,6 +326,8 @@ class Query:
             args += ["error", self.error.encode().lower()]
         if self.worker:
             args += ["worker", self.worker]
+        if self.group:
+            args += ["group", self.group]
         if self.enqueued_after_ms is not None:
             args += ["created_min", self.enqueued_after_ms]
         if self.enqueued_before_ms is not None:
@@ -388,6 +399,9 @@ def search_call(queue: str, query: Query, *, cursor: tuple[str, str] = ("", ""),
                        budget_us, matches, *query.filter_args(), *(["lean", "1"] if lean else [])]
 
     def parse(reply: list[Any]) -> Slice:
+        if _text(reply[0]) == "REFUSED":
+            raise EmqError(f"the {query.state} key of {keys.queue} is a {_text(reply[3])}, not a sorted set: "
+                           "it cannot be searched (emq check says more)")
         _, in_window, looked, score, job_id, done, missing, unreadable, used_high, *flat = reply
         found = [Match(keys.queue, _text(flat[i]), int(float(_text(flat[i + 1]))), _text(flat[i + 2]),
                        _text(flat[i + 3]), flat[i + 4] if isinstance(flat[i + 4], bytes) else _text(flat[i + 4]).encode(),
@@ -591,7 +605,8 @@ class Search:
             notes.append(f"{self.skipped_queues} more queues not searched (at most {self.limits.max_queues})")
         unreadable = sum(p.unreadable for p in self.progress)
         if unreadable:
-            notes.append(f"{unreadable} payloads could not be read as JSON (not JSON, or over 64 KiB)")
+            notes.append(f"{unreadable} payloads could not be read (over 1 MiB; for a field filter, "
+                         "not JSON or over 64 KiB)")
         failed = [p for p in self.progress if p.error]
         if failed:
             notes.append(f"{len(failed)} queues could not be read ({failed[0].queue}: {failed[0].error})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import wraps
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.search.requests import SearchRequest, count_from_token, valid_run_token
 from dashboard.services import emq
 from queues import InvalidInput, Unavailable
+from queues.failures import groups
 from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
@@ -243,6 +245,12 @@ def _search_count(request: HttpRequest, search: SearchRequest) -> tuple[int, str
     signed = count_from_token(request.POST.get("counted", ""), search, user_id=request.user.pk)
     if signed is not None:
         return signed, "the search found"
+    if search.query.group and replace(search.query, group="").is_empty:
+        # A group alone: the moves keep its count, so it is read, not counted.
+        read = emq().run(groups(search.queue, group=search.query.group))
+        if not read.groups:
+            return 0, "in this failure group"
+        return read.groups[0].count, f"in the failure group “{read.groups[0].signature}”"
     engine = Search(search.query, [search.queue], Limits(max_queues=1, max_matches=None, seconds=SEARCH_COUNT_S,
                                                          detail=0))
     for _ in engine.steps(emq()):
@@ -266,7 +274,9 @@ def search_action(request: HttpRequest) -> HttpResponse:
     check_match_move(move, search.query.state)
     services.check_access(user=request.user, queue=queue)
     run = data.get("run", "")
-    target = f"#search-runs-{run}" if valid_run_token(run) else "#action-runs"
+    # Where the run's progress lands: the search's own place, the failures page's, or the queue page's.
+    target = f"#search-runs-{run}" if valid_run_token(run) else (
+        "#failure-runs" if data.get("into") == "failure-runs" else "#action-runs")
     fields = [("move", move), *search.params().items(), *([("run", run)] if valid_run_token(run) else [])]
     if data.get("confirmation"):
         at_most = _at_most(data.get("at_most", ""))

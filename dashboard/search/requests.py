@@ -20,7 +20,7 @@ from django.core import signing
 from queues import InvalidInput, validate_queue_name
 from queues.search import Query
 
-FORM_FIELDS: Final = ("state", "id_prefix", "payload", "field", "error", "worker", "enqueued_after",
+FORM_FIELDS: Final = ("state", "id_prefix", "payload", "field", "error", "worker", "group", "enqueued_after",
                       "enqueued_before", "finished_after", "finished_before", "order")
 MAX_QUEUE_FILTER: Final = 128
 
@@ -48,7 +48,7 @@ class SearchRequest:
         q = self.query
         out = {"q": self.queue, "in": self.queue_filter, "state": q.state, "id_prefix": q.id_prefix,
                "payload": q.payload, "field": q.field.text() if q.field else "", "error": q.error,
-               "worker": q.worker, "order": q.order or ""}
+               "worker": q.worker, "group": q.group, "order": q.order or ""}
         for name in ("enqueued_after", "enqueued_before", "finished_after", "finished_before"):
             value = getattr(q, f"{name}_ms")
             out[name] = "" if value is None else str(value)

@@ -6,4 +6,5 @@ from . import views
 
 urlpatterns = [
     path("search/", views.search_page, name="search"),
+    path("failures/", views.failures_page, name="failures"),
 ]

@@ -14,7 +14,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues import STATES, InvalidInput, Unavailable
+from queues import STATES, InvalidInput, Unavailable, validate_queue_name
+from queues.failures import groups
 
 from ..services import read
 from .requests import FORM_FIELDS, SearchRequest, new_run_token
@@ -54,3 +55,21 @@ def search_page(request: HttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         return render(request, "dashboard/search/_results.html", context, status=status)
     return render(request, "dashboard/search/page.html", context, status=status)
+
+
+@require_GET
+@login_required
+def failures_page(request: HttpRequest) -> HttpResponse:
+    """A queue's failed jobs grouped by cause, largest group first: one bounded read, whatever the failed count."""
+    name = request.GET.get("q", "")
+    context: dict[str, Any] = {"queue": name, "now_ms": 0}
+    try:
+        validate_queue_name(name)
+        read_groups = read(lambda mq: mq.run(groups(name)))
+    except InvalidInput as error:
+        return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
+    except Unavailable as error:
+        return render(request, "dashboard/search/failures.html",
+                      {**context, "redis_down": True, "redis_error": str(error)}, status=503)
+    context.update(read=read_groups, now_ms=read_groups.now_ms)
+    return render(request, "dashboard/search/failures.html", context)

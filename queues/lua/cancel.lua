@@ -18,8 +18,10 @@ local refusal, state, attempts = check_seen(KEYS[6], id, {pending = true, active
 if refusal then return refusal end
 
 local now = now_ms()
+local plan = failure_plan('cancelled')
 redis.call('ZREM', KEYS[STATE_SET[state]], id)
 redis.call('ZADD', KEYS[4], now, id)
 redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', 'cancelled', 'finished_at', now)
+failure_enter(KEYS[6], id, plan, now)
 emit(KEYS[5], 'cancel', id, state, 'failed', attempts, ARGV[4] or '', now, KEYS[6])
 return {'OK', 'failed', attempts}

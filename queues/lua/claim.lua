@@ -68,10 +68,12 @@ local function unclaimable(job_key, score)
 end
 
 local function set_aside(id, job_key, why, f)
+  local plan = f and failure_plan('corrupt: ' .. why)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZADD', KEYS[4], now, id)
   if f then
     redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'corrupt: ' .. why, 'finished_at', now)
+    failure_enter(job_key, id, plan, now)
     emit(KEYS[5], 'corrupt', id, 'pending', 'failed', f[2] and cut_utf8(f[2], 64) or '', worker, now, job_key)
   else
     emit(KEYS[5], 'corrupt', id, 'pending', 'failed', '', worker, now, nil)

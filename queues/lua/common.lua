@@ -261,11 +261,14 @@ local function check_keys(job_id)
   return nil
 end
 
+--@include grouping.lua
+
 -- A lapsed lease: back to pending (due now) while attempts remain, else to
--- failed. Used by recover (one job) and recover_expired (a batch); the caller
+-- failed (into the failure group of "lease expired"). Used by recover (one job) and recover_expired (a batch); the caller
 -- has checked the job key is a hash and emits the event.
 local function recover_one(job_key, id, attempts, now)
   local max_attempts = to_int(redis.call('HGET', job_key, 'max_attempts')) or 3
+  local plan = (to_int(attempts) or 0) < max_attempts and nil or failure_plan('lease expired')
   redis.call('ZREM', KEYS[2], id)
   if (to_int(attempts) or 0) < max_attempts then
     redis.call('ZADD', KEYS[1], now, id)
@@ -274,5 +277,6 @@ local function recover_one(job_key, id, attempts, now)
   end
   redis.call('ZADD', KEYS[4], now, id)
   redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'lease expired', 'finished_at', now)
+  failure_enter(job_key, id, plan, now)
   return 'failed'
 end

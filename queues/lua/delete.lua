@@ -29,6 +29,7 @@ elseif expect_state ~= state then
 end
 
 for i = 1, 4 do redis.call('ZREM', KEYS[i], id) end
+if kind == 'hash' then failure_leave(KEYS[6]) end
 redis.call('DEL', KEYS[6])
 emit(KEYS[5], 'delete', id, state, '', attempts, ARGV[4] or '', now_ms(), nil)
 return {'OK', 'deleted', attempts}

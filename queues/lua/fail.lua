@@ -31,8 +31,10 @@ if token < max_attempts then
   emit(KEYS[5], 'fail', id, 'active', 'pending', token, actor, now, KEYS[6], message)
   return {'OK', 'pending', tostring(due)}
 end
+local plan = failure_plan(message)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[4], now, id)
 redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', message, 'finished_at', now)
+failure_enter(KEYS[6], id, plan, now)
 emit(KEYS[5], 'fail', id, 'active', 'failed', token, actor, now, KEYS[6], message)
 return {'OK', 'failed', tostring(now)}

@@ -46,6 +46,7 @@ for _, id in ipairs(ids) do
       skipped = skipped + 1
     else
       redis.call('ZREM', set, id)
+      failure_leave(job_key)
       redis.call('DEL', job_key)
       emit(KEYS[5], 'purge', id, state, '', f[2] or '', actor, now, nil)
       deleted = deleted + 1

@@ -24,5 +24,6 @@ local now = now_ms()
 redis.call('ZREM', KEYS[4], id)
 redis.call('ZADD', KEYS[1], now, id)
 redis.call('HSET', KEYS[6], 'state', 'pending', 'max_attempts', math.min((to_int(attempts) or 0) + extra, MAX_INT))
+failure_leave(KEYS[6])
 emit(KEYS[5], 'retry', id, 'failed', 'pending', attempts, ARGV[5] or '', now, KEYS[6])
 return {'OK', 'pending', attempts}

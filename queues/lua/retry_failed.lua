@@ -49,6 +49,7 @@ for _, id in ipairs(ids) do
     redis.call('ZREM', KEYS[4], id)
     redis.call('ZADD', KEYS[1], now, id)
     redis.call('HSET', job_key, 'state', 'pending', 'max_attempts', math.min((to_int(attempts) or 0) + extra, MAX_INT))
+    failure_leave(job_key)
     emit(KEYS[5], 'retry', id, 'failed', 'pending', attempts, actor, now, job_key)
     moved = moved + 1
   end

@@ -21,9 +21,11 @@
 --       10.. filters as name, value pairs; every one given must hold:
 --         'id_prefix'   the id starts with the value (bytes)
 --         'payload'     the payload holds the value (bytes, plain find)
---         'error'       last_error, lowercased, holds the value (give it
---                       lowercased; plain find)
+--         'error'       last_error or the error of an earlier attempt (in
+--                       the job's history), lowercased, holds the value
+--                       (give it lowercased; plain find)
 --         'worker'      the worker field holds the value (plain find)
+--         'group'       the job is in this failure group (its fsig field)
 --         'created_min' / 'created_max'   created_at is >= / <= the value
 --         'json'        the payload is a JSON document (at most 64 KiB;
 --                       decoded with cjson under pcall) whose value at a
@@ -40,9 +42,11 @@
 --         looked_at, next cursor score, next cursor id, done (0 | 1),
 --         missing (ids without a hash), unreadable (payloads too large or not
 --         JSON, for a 'json' filter), the highest score used, then per match
---         8 values:
+--         8 values (a payload over 256 bytes is headed by its preview field):
 --         id, score, state, attempts, payload head (120 bytes),
 --         payload length, last_error head (300 bytes), worker}
+--        {'REFUSED', 'wrongtype', key, its type}   the state's key is no zset
+-- An id whose key is not a hash counts as missing.
 -- Errors: bad keys, state, order, cursor, window, budgets or filters.
 local err = check_keys(nil)
 if err then return err end
@@ -50,6 +54,10 @@ local state, order = ARGV[1], ARGV[2]
 local set = KEYS[STATE_SET[state] or 0]
 if set == nil then return bad_arg('state must be pending, active, done or failed') end
 if order ~= 'asc' and order ~= 'desc' then return bad_arg('order must be asc or desc') end
+do
+  local refused = wrong_type(set, 'zset')
+  if refused then return refused end
+end
 local cursor_score, cursor_id = ARGV[3], ARGV[4]
 if (cursor_score == '') ~= (cursor_id == '') then return bad_arg('a cursor needs a score and an id') end
 if cursor_score ~= '' and tonumber(cursor_score) == nil then return bad_arg('cursor score must be a number') end
@@ -66,6 +74,7 @@ if max_matches == nil or max_matches < 1 or max_matches > 1000 then return bad_a
 
 local JSON_MAX = 65536
 local id_prefix, needle, error_text, worker_text, created_min, created_max, json = nil, nil, nil, nil, nil, nil, nil
+local group
 local lean = false
 if (#ARGV - 9) % 2 ~= 0 then return bad_arg('filters come as name, value pairs') end
 for i = 10, #ARGV, 2 do
@@ -75,6 +84,7 @@ for i = 10, #ARGV, 2 do
   elseif name == 'error' then error_text = value
   elseif name == 'worker' then worker_text = value
   elseif name == 'lean' then lean = value == '1'
+  elseif name == 'group' then group = value
   elseif name == 'created_min' or name == 'created_max' then
     local n = to_int(value)
     if n == nil then return bad_arg(name .. ' must be an integer') end
@@ -144,6 +154,66 @@ local function count_before(score, id)
 end
 
 local needs_payload = needle ~= nil or json ~= nil
+-- Values no script writes this long are not read (their length comes from HSTRLEN, O(1)): a payload
+-- over the protocol's 1 MiB counts as unreadable; an error or a history too long is not matched.
+local MAX_PAYLOAD, MAX_ERROR, MAX_HISTORY = 1048576, 2 * MAX_ERROR_BYTES, 16384
+-- The fields one entry's HMGET reads, after the long ones' lengths are checked. Answers
+-- (fields, reason) with reason 'wrongtype' or 'unreadable' when the entry cannot be matched.
+local function fields_to_read(job_key)
+  local read = {'state', 'attempts', 'worker', 'created_at', 'fsig'}
+  local checks = {}
+  if needs_payload then checks[#checks + 1] = {'payload', MAX_PAYLOAD, true} end
+  if error_text ~= nil then
+    checks[#checks + 1] = {'last_error', MAX_ERROR, false}
+    checks[#checks + 1] = {'history', MAX_HISTORY, false}
+  end
+  for _, check in ipairs(checks) do
+    local length = redis.pcall('HSTRLEN', job_key, check[1])
+    if type(length) ~= 'number' then return nil, 'wrongtype' end
+    if length <= check[2] then read[#read + 1] = check[1] elseif check[3] then return nil, 'unreadable' end
+  end
+  return read
+end
+
+local escaped_error = error_text and string.lower(escape_field(error_text))
+
+-- Whether an earlier attempt's error holds the text: history entries are
+-- ts, move, to, attempts, actor[, error], tab-separated, escaped.
+local function sixth_column(line)
+  local start = 1
+  for _ = 1, 5 do
+    local tab = string.find(line, '\t', start, true)
+    if not tab then return nil end
+    start = tab + 1
+  end
+  local stop = string.find(line, '\t', start, true)
+  return string.sub(line, start, stop and stop - 1 or #line)
+end
+
+local function history_error_holds(history)
+  -- A history far longer than any script writes was not written by one: not read.
+  if not history or not string.find(string.lower(history), escaped_error, 1, true) then
+    return false
+  end
+  for line in string.gmatch(history, '[^\n]+') do
+    local text = sixth_column(line)
+    if text and string.find(string.lower(text), escaped_error, 1, true) then return true end
+  end
+  return false
+end
+
+-- A match's payload head: a long payload's preview field when it has one (not the payload itself).
+local function payload_head(job_key, payload)
+  if payload then return cut_utf8(payload, 120), #payload end
+  local length = redis.call('HSTRLEN', job_key, 'payload')
+  local head = ''
+  if length <= 1024 then
+    head = redis.call('HGET', job_key, 'payload') or ''
+  elseif redis.call('HSTRLEN', job_key, 'preview') <= 1024 then
+    head = redis.call('HGET', job_key, 'preview') or ''
+  end
+  return cut_utf8(head, 120), length
+end
 local asc = order == 'asc'
 local position
 if cursor_score ~= '' then
@@ -219,31 +289,39 @@ while looked < max_looked and matched < max_matches do
     last_score, last_id = score, id
     local ok = id_prefix == nil or string.sub(id, 1, #id_prefix) == id_prefix
     local f
+    local job_key = PREFIX .. 'job:' .. id
     if ok then
-      local job_key = PREFIX .. 'job:' .. id
-      -- One call per entry: the payload comes with the fields when a filter needs it.
-      if needs_payload then
-        f = redis.call('HMGET', job_key, 'state', 'attempts', 'last_error', 'worker', 'created_at', 'payload')
-      else
-        f = redis.call('HMGET', job_key, 'state', 'attempts', 'last_error', 'worker', 'created_at')
-      end
-      if not (f[1] or f[2]) and redis.call('EXISTS', job_key) == 0 then
+      local read, why = fields_to_read(job_key)
+      local got = read and redis.pcall('HMGET', job_key, unpack(read))
+      if why == 'unreadable' then
+        unreadable = unreadable + 1
+        ok = false
+      elseif type(got) ~= 'table' or got.err then
         missing = missing + 1
         ok = false
+      else
+        f = {}
+        for n, name in ipairs(read) do f[name] = got[n] end
+        if not (f.state or f.attempts) and redis.call('EXISTS', job_key) == 0 then
+          missing = missing + 1
+          ok = false
+        end
       end
     end
+    if ok and group ~= nil then ok = f.fsig == group end
     if ok and error_text ~= nil then
-      ok = f[3] ~= false and string.find(string.lower(f[3]), error_text, 1, true) ~= nil
+      ok = (f.last_error and string.find(string.lower(f.last_error), error_text, 1, true) ~= nil)
+        or history_error_holds(f.history)
     end
-    if ok and worker_text ~= nil then ok = f[4] ~= false and string.find(f[4], worker_text, 1, true) ~= nil end
+    if ok and worker_text ~= nil then ok = f.worker and string.find(f.worker, worker_text, 1, true) ~= nil end
     if ok and (created_min ~= nil or created_max ~= nil) then
-      local created = to_int(f[5])
+      local created = to_int(f.created_at)
       ok = created ~= nil and (created_min == nil or created >= created_min)
         and (created_max == nil or created <= created_max)
     end
     local payload
     if ok and needs_payload then
-      payload = f[6] or ''
+      payload = f.payload or ''
       bytes_since_check = bytes_since_check + #payload
       if needle ~= nil then ok = string.find(payload, needle, 1, true) ~= nil end
       if ok and json ~= nil then
@@ -255,23 +333,27 @@ while looked < max_looked and matched < max_matches do
     if ok and lean then
       reply[#reply + 1] = id
       reply[#reply + 1] = score
-      reply[#reply + 1] = f[1] or ''
-      reply[#reply + 1] = f[2] or ''
+      reply[#reply + 1] = f.state or ''
+      reply[#reply + 1] = f.attempts or ''
       reply[#reply + 1] = ''
       reply[#reply + 1] = 0
       reply[#reply + 1] = ''
       reply[#reply + 1] = ''
       matched = matched + 1
     elseif ok then
-      payload = payload or redis.call('HGET', PREFIX .. 'job:' .. id, 'payload') or ''
+      local head, length = payload_head(job_key, payload)
       reply[#reply + 1] = id
       reply[#reply + 1] = score
-      reply[#reply + 1] = f[1] or ''
-      reply[#reply + 1] = f[2] or ''
-      reply[#reply + 1] = string.sub(payload, 1, 120)
-      reply[#reply + 1] = #payload
-      reply[#reply + 1] = string.sub(f[3] or '', 1, 300)
-      reply[#reply + 1] = string.sub(f[4] or '', 1, 200)
+      reply[#reply + 1] = f.state or ''
+      reply[#reply + 1] = f.attempts or ''
+      reply[#reply + 1] = head
+      reply[#reply + 1] = length
+      local last_error = f.last_error
+      if last_error == nil and redis.call('HSTRLEN', job_key, 'last_error') <= MAX_ERROR then
+        last_error = redis.call('HGET', job_key, 'last_error')
+      end
+      reply[#reply + 1] = cut_utf8(last_error or '', 300)
+      reply[#reply + 1] = cut_utf8(f.worker or '', 200)
       matched = matched + 1
     end
     if looked >= max_looked or matched >= max_matches then stop = true; break end

@@ -136,3 +136,30 @@ def test_acting_on_a_search_asks_with_the_query_and_the_count_then_moves_them(op
     expect(page.locator(".run-progress .tally")).to_contain_text("4 moved, 0 skipped", timeout=15_000)
     assert mq.stats(queue).counts == {"pending": 4, "active": 0, "done": 0, "failed": 2}
     mq.close()
+
+
+def test_acting_on_a_failure_group_shows_the_confirmation_with_its_count(operator_page: Page,
+                                                                         console: Console) -> None:
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    queue = "browser-groups"
+    for n, error in enumerate([f"timeout after {3000 + n} ms on host h{n}" for n in range(3)] + ["card declined"]):
+        mq.enqueue(queue, "{}", job_id=f"g{n}", max_attempts=1)
+        [job] = mq.claim(queue)
+        mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+    page = operator_page
+    page.goto(console.url + f"failures/?q={queue}")
+    first = page.locator(".failure-group").first
+    expect(first.locator(".signature")).to_have_text("timeout after <n> ms on host <id>")
+
+    first.locator("button[value=retry]").click()
+
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".confirm-question")).to_contain_text(
+        "Retry the 3 jobs in the failure group “timeout after <n> ms on host <id>”")
+    assert page.evaluate("document.querySelector('dialog.confirm-dialog').matches(':modal')")
+    assert mq.stats(queue).counts["failed"] == 4
+    dialog.locator("button.danger").click()
+    expect(page.locator(".run-progress .tally")).to_contain_text("3 moved, 0 skipped", timeout=15_000)
+    assert mq.stats(queue).counts == {"pending": 3, "active": 0, "done": 0, "failed": 1}
+    mq.close()

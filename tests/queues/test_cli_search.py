@@ -61,3 +61,40 @@ def test_search_exits_2_on_a_bad_filter_and_says_why(failures: EchoMQ, redis_url
     code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", *args)
 
     assert (code, out) == (2, []) and err.startswith("emq: ") and len(err.splitlines()) == 1
+
+
+def test_failures_prints_the_groups_largest_first(failures: EchoMQ, redis_url: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "failures", "q", "--json")
+
+    groups = [json.loads(line) for line in out]
+    assert code == 0
+    assert [(g["count"], g["signature"]) for g in groups] == [(2, "timeout after <n> ms"), (1, "card declined")]
+    assert groups[0]["sample_id"] == "j2" and groups[0]["sample_error"] == "Timeout after 2999 ms"
+    assert "3 failed jobs, 3 in the 2 largest of 2 groups" in err
+
+
+def test_bulk_without_yes_says_how_many_and_changes_nothing(failures: EchoMQ, redis_url: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "bulk", "retry", "q", "--state", "failed", "--error", "timeout")
+
+    assert (code, out) == (2, []) and "would act on the 2 failed jobs whose error contains 'timeout'" in err
+    assert failures.stats("q").counts["failed"] == 3
+
+
+def test_bulk_over_a_group_prints_moved_skipped_and_missing(failures: EchoMQ, redis_url: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = emq(redis_url, capsys, "failures", "q", "--json")
+    group = json.loads(out[0])["group"]
+
+    code, out, _ = emq(redis_url, capsys, "bulk", "retry", "q", "--state", "failed", "--group", group, "--yes")
+
+    assert (code, out) == (0, ["moved 2, skipped 0, missing 0"])
+    assert failures.stats("q").counts == {"pending": 2, "active": 0, "done": 0, "failed": 1}
+
+
+def test_bulk_refuses_a_move_the_state_cannot_take(failures: EchoMQ, redis_url: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = emq(redis_url, capsys, "bulk", "promote", "q", "--state", "failed", "--error", "x", "--yes")
+
+    assert code == 2 and "promote applies to pending jobs" in err

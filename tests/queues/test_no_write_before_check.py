@@ -147,6 +147,11 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "unregister_worker": [st.sampled_from(["w:1", ""])],
         "pause": [texts, actor],
         "resume": [actor],
+        "search": [states, st.sampled_from(["asc", "desc", "x"]), st.sampled_from(["", "1", "inf"]), job_id,
+                   st.sampled_from(["-inf", "0", "x"]), st.sampled_from(["+inf", "now", "5"]), limit, numbers, limit,
+                   st.sampled_from(["payload", "error", "worker", "group", "id_prefix", "json", "x"]), texts],
+        "groups": [limit, st.sampled_from(["", "0123456789ab", "x"])],
+        "signature": [texts, texts],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -165,7 +170,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
                      "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
-                     "register_worker", "unregister_worker")
+                     "register_worker", "unregister_worker", "search", "groups", "signature")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

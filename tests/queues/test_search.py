@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from queues import EchoMQ, InvalidInput, QueueKeys, moves
+from queues import EchoMQ, EmqError, InvalidInput, QueueKeys, moves
 from queues.search import FieldFilter, Limits, Query, Search, parse_path, search, search_call
 
 
@@ -107,7 +107,7 @@ def test_payloads_too_large_or_too_deep_to_decode_are_counted_as_unreadable_not_
 
     assert matched == ["fine"]
     assert engine.progress[0].unreadable == 2
-    assert "2 payloads could not be read as JSON" in engine.summary()
+    assert "2 payloads could not be read" in engine.summary()
 
 
 def test_error_text_is_matched_without_regard_to_ascii_case(mq: EchoMQ) -> None:
@@ -305,3 +305,23 @@ def test_matches_past_the_detail_limit_carry_only_what_a_move_needs(mq: EchoMQ) 
 
     assert [m.payload_head for m in matches] == [b'{"customer": 42}'] * 2 + [b""] * 3
     assert all((m.state, m.attempts) == ("pending", "0") for m in matches)
+
+
+def test_odd_keys_are_counted_and_passed_over_never_read_whole(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.enqueue("q", "ACME", job_id="fine")
+    mq.redis.hset(keys.job("huge"), mapping={"state": "pending", "attempts": "0", "payload": b"ACME" * 300_000})
+    mq.redis.zadd(keys.pending, {"huge": 1})
+    mq.redis.set(keys.job("string"), "ACME")
+    mq.redis.zadd(keys.pending, {"string": 2})
+    engine = Search(Query("pending", payload="ACME"), ["q"])
+
+    assert [m.id for step in engine.steps(mq) for m in step.matches] == ["fine"]
+    assert (engine.progress[0].unreadable, engine.progress[0].missing) == (1, 1)
+
+
+def test_a_state_key_of_another_type_is_refused_in_words(mq: EchoMQ) -> None:
+    mq.redis.set(QueueKeys("q").failed, "oops")
+
+    with pytest.raises(EmqError, match="is a string, not a sorted set"):
+        list(search(mq, Query("failed", error="x"), ["q"]))

@@ -1,0 +1,100 @@
+"""Failed jobs grouped by cause: the groups the moves keep (``lua/grouping.lua``), read in O(groups shown).
+
+A failure's signature is its error with the particulars replaced (numbers,
+ids, hex, UUIDs, e-mail addresses, quoted values), computed in Lua by the
+move that fails the job, so every runtime groups alike; a failed job's hash
+remembers its group, and leaving failed takes it out again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import InvalidInput
+from .keys import QueueKeys
+from .moves import Call, _int, _text
+
+GROUPS_SHOWN: Final = 50
+_GROUP_ID: Final = re.compile(r"^[0-9a-f]{12}$")
+
+
+def validate_group(group: object) -> str:
+    if not isinstance(group, str) or not _GROUP_ID.match(group):
+        raise InvalidInput(f"a failure group is 12 lowercase hex digits (as emq failures prints it), not {group!r}")
+    return group
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroup:
+    id: str
+    count: int
+    signature: str
+    first_ms: int | None
+    last_ms: int | None
+    sample_id: str
+    sample_error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.id, "count": self.count, "signature": self.signature, "first_ms": self.first_ms,
+                "last_ms": self.last_ms, "sample_id": self.sample_id, "sample_error": self.sample_error}
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroups:
+    queue: str
+    now_ms: int
+    failed: int
+    group_count: int
+    groups: list[FailureGroup]
+    # Why the groups cannot be read ('' when they can): an index key of another type.
+    problem: str = ""
+
+    @property
+    def grouped(self) -> int:
+        """Failed jobs in the groups listed."""
+        return sum(g.count for g in self.groups)
+
+
+def _ms(value: Any) -> int | None:
+    text = _text(value)
+    return int(text) if text.isdigit() else None
+
+
+def groups(queue: str, *, limit: int = GROUPS_SHOWN, group: str | None = None) -> Call[FailureGroups]:
+    """The largest ``limit`` failure groups of ``queue`` (or only ``group``)."""
+    keys = QueueKeys(queue)
+    limit = _int(limit, "limit", 1, 200)
+    only = validate_group(group) if group is not None else ""
+
+    def parse(reply: list[Any]) -> FailureGroups:
+        if _text(reply[0]) == "REFUSED":
+            return FailureGroups(keys.queue, 0, 0, 0, [], f"the key {_text(reply[2])} is a {_text(reply[3])}, "
+                                                           "not the failure index: the groups cannot be read")
+        _, now, failed, count, *flat = reply
+        found = [FailureGroup(_text(flat[i]), int(float(_text(flat[i + 1]))),
+                              _bytes_text(flat[i + 2]), _ms(flat[i + 3]), _ms(flat[i + 4]), _text(flat[i + 5]),
+                              _bytes_text(flat[i + 6]))
+                 for i in range(0, len(flat), 7)]
+        return FailureGroups(keys.queue, int(now), int(failed), int(count), found)
+
+    return Call("groups", keys.script_keys(None), [limit, only], parse)
+
+
+def signatures(queue: str, texts: list[str]) -> Call[list[tuple[str, str]]]:
+    """(group id, signature) for each error text, as the moves compute them (any queue's slot will do)."""
+    if not 1 <= len(texts) <= 100:
+        raise InvalidInput("give between 1 and 100 texts")
+
+    def parse(reply: list[Any]) -> list[tuple[str, str]]:
+        return [(_text(reply[i]), _bytes_text(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+    return Call("signature", QueueKeys(queue).script_keys(None), [t.encode() for t in texts], parse)
+
+
+def _bytes_text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+__all__ = ["FailureGroup", "FailureGroups", "groups", "signatures", "validate_group", "GROUPS_SHOWN"]

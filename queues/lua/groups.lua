@@ -1,0 +1,38 @@
+#!lua flags=no-writes
+--@include common.lua
+-- groups (read): a queue's failure groups, largest first, O(log G + limit)
+-- whatever the number of failed jobs (the moves keep them; see grouping.lua).
+--
+-- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
+-- ARGV: 1 limit (1..200), 2 group id ('' = the largest groups; else that
+--       group only)
+-- Reply: {'OK', now_ms, failed (jobs in the failed set), groups (how many),
+--         then per group 7 values: group id, count, signature, first seen ms,
+--         last seen ms, sample job id, the sample's error}
+--        {'REFUSED', 'wrongtype', key, its type}   the index is not a zset
+-- Errors: bad keys or limit.
+local err = check_keys(nil)
+if err then return err end
+local limit, bad = int_arg(ARGV[1], 'limit', 1, 200)
+if bad then return bad end
+local only = ARGV[2] or ''
+local index = PREFIX .. 'failures'
+local refused = check_types(4) or wrong_type(index, 'zset')
+if refused then return refused end
+local ids
+if only ~= '' then
+  local count = redis.call('ZSCORE', index, only)
+  ids = count and {only, count} or {}
+else
+  ids = redis.call('ZREVRANGE', index, 0, limit - 1, 'WITHSCORES')
+end
+local reply = {'OK', now_ms(), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', index)}
+for i = 1, #ids, 2 do
+  local key = PREFIX .. 'failure:' .. ids[i]
+  local f = {}
+  if redis.call('TYPE', key).ok == 'hash' then f = redis.call('HMGET', key, 'sig', 'first', 'last', 'sample', 'error') end
+  reply[#reply + 1] = ids[i]
+  reply[#reply + 1] = ids[i + 1]
+  for j = 1, 5 do reply[#reply + 1] = f[j] or '' end
+end
+return reply

@@ -1,12 +1,15 @@
 """Search over a large failed set: time, jobs scanned per second, Redis time per step, and another client's PING.
 
-Fills a private redis-server with N failed jobs (JSON payloads with a user
-id and an order number, a timeout error), then, for each search, runs the
+Fills a private redis-server with N failed jobs through the real moves
+(JSON payloads with a user id and an order number; five causes of failure
+with varying particulars), then, for each search, runs the
 engine's bounded Lua steps (``queues.search``) and, interleaved with it, the
 baseline a client without the script would write: ``ZSCAN`` the set in
 batches of 1000 and ``HGET`` each payload (pipelined per batch), matching in
 Python. A separate process PINGs the same server the whole time; SLOWLOG and
-commandstats give the server's own time per step.
+commandstats give the server's own time per step. Last, the failure groups:
+the read the console makes, the failures page through Django, and the
+baseline of grouping per view (every failed job's error read by the client).
 
     python -m bench.search                      # 10^5 and 10^6 jobs
     python -m bench.search --sizes 100000 --rounds 1
@@ -17,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,37 +30,41 @@ from typing import Any
 import redis
 
 from bench.retry_all import Probe, ServerTime, _prober, _summary
-from queues import EchoMQ, QueueKeys
+from queues import EchoMQ, QueueKeys, moves
+from queues.failures import groups
 from queues.search import FieldFilter, Limits, Query, Search
 from tests.support.redis_servers import RedisServer
 
 QUEUE = "bench-search"
-FILL_CHUNK = 5000
+FILL_CHUNK = 10_000
 
-# Failed jobs as fail.lua leaves them, written in bulk (benchmark only).
-_FILL = """
-local prefix = KEYS[1]
-local first, count, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-for n = first, first + count - 1 do
-  local id = string.format('job%08d', n)
-  local payload = string.format('{"user":{"id":%d,"plan":"pro"},"order":"ORD-%08d","items":[{"sku":"SKU-%d","qty":%d}]}',
-    n % 1000, n, n % 97, n % 5 + 1)
-  redis.call('HSET', prefix .. 'job:' .. id, 'state', 'failed', 'attempts', 1, 'payload', payload,
-    'max_attempts', 1, 'created_at', now, 'claim_id', '5f1e2d3c4b5a6978', 'worker', 'bench-host:' .. (n % 8),
-    'claimed_at', now, 'last_error', string.format('timeout after %d ms on host h%x', 2900 + n % 200, n % 4096),
-    'finished_at', now + n)
-  redis.call('ZADD', prefix .. 'failed', now + n, id)
-end
-return count
-"""
+CAUSES = ("timeout after {n} ms on host h{h}x", "card declined for customer {n}", "KeyError: 'field_{m}'",
+          "connection refused (10.0.{m}.{h}:6379)", "HTTP 503 from /v1/orders/{n}")
 
 
-def fill(client: redis.Redis, jobs: int, already: int) -> None:
-    prefix = QueueKeys(QUEUE).prefix
-    now = int(time.time() * 1000)
-    fill_script = client.register_script(_FILL)
+def _cause(n: int) -> str:
+    return CAUSES[n % 5].format(n=n, h=n % 97, m=n % 13)
+
+
+def payload(n: int) -> bytes:
+    return (f'{{"user":{{"id":{n % 1000},"plan":"pro"}},"order":"ORD-{n:08d}",'
+            f'"items":[{{"sku":"SKU-{n % 97}","qty":{n % 5 + 1}}}]}}').encode()
+
+
+def fill(mq: EchoMQ, jobs: int, already: int) -> None:
+    """Failed jobs made by the real moves (enqueue, claim, fail), so the failure groups are the moves' own."""
     for start in range(already, jobs, FILL_CHUNK):
-        fill_script(keys=[prefix], args=[start, min(FILL_CHUNK, jobs - start), now])
+        count = min(FILL_CHUNK, jobs - start)
+        ids = [f"job{n:08d}" for n in range(start, start + count)]
+        for chunk in range(0, count, 1000):
+            part = ids[chunk:chunk + 1000]
+            mq.run(moves.enqueue_many(QUEUE, [payload(int(i[3:])) for i in part], job_ids=part, max_attempts=1))
+            claimed = mq.claim(QUEUE, lease_ms=600_000, count=len(part))
+            results = mq.run_many([moves.fail(QUEUE, j.id, j.token, error=_cause(int(j.id[3:])), backoff_ms=0,
+                                              actor="bench") for j in claimed])
+            errors = [r for r in results if isinstance(r, Exception)]
+            if errors:
+                raise errors[0]
 
 
 def engine_search(mq: EchoMQ, query: Query) -> tuple[float, int, int]:
@@ -113,6 +122,70 @@ def searches(size: int) -> list[tuple[str, Query, Callable[[bytes], bool] | None
     ]
 
 
+def measure_groups(mq: EchoMQ, client: redis.Redis, size: int, rounds: int) -> None:
+    """The failure groups as the console reads them (one script), beside computing them per view
+    (every failed job's last_error read and grouped by the client), interleaved."""
+    print("failure groups:", flush=True)
+    for _ in range(max(rounds, 1)):
+        samples = []
+        for _ in range(20):
+            started = time.perf_counter()
+            read = mq.run(groups(QUEUE))
+            samples.append((time.perf_counter() - started) * 1000)
+        print(f"  groups read: {len(read.groups)} groups holding {read.grouped:,} of {read.failed:,} failed; "
+              f"median {statistics.median(samples):.2f} ms, worst {max(samples):.2f} ms", flush=True)
+        page = _page_ms(client.connection_pool.connection_kwargs["port"])
+        print(f"  failures page through Django: median {statistics.median(page):.1f} ms, worst {max(page):.1f} ms",
+              flush=True)
+        started = time.perf_counter()
+        keys = QueueKeys(QUEUE)
+        counted: dict[bytes, int] = {}
+        cursor = 0
+        while True:
+            cursor, entries = client.zscan(keys.failed, cursor, count=1000)
+            pipe = client.pipeline(transaction=False)
+            for member, _ in entries:
+                pipe.hget(keys.prefix + "job:" + member.decode(), "last_error")
+            for error in pipe.execute():
+                key = (error or b"").split(b" ", 2)[0]
+                counted[key] = counted.get(key, 0) + 1
+            if cursor == 0:
+                break
+        print(f"  baseline, grouped per view (ZSCAN + HGET last_error of every failed job, crude key): "
+              f"{(time.perf_counter() - started) * 1000:,.0f} ms", flush=True)
+
+
+_DJANGO: dict[str, Any] = {}
+
+
+def _page_ms(port: int, times: int = 10) -> list[float]:
+    if not _DJANGO:
+        workdir = tempfile.mkdtemp(prefix="emq-bench-search-")
+        os.environ.update({"DJANGO_SETTINGS_MODULE": "tests.settings", "EMQ_REDIS_URL": f"redis://127.0.0.1:{port}/0",
+                           "DATABASE_URL": f"sqlite:///{workdir}/db.sqlite3"})
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+        from django.test import Client
+
+        from dashboard.roles import VIEWERS, user_create
+
+        settings.ALLOWED_HOSTS = ["testserver"]
+        settings.EMQ_REDIS_URL = f"redis://127.0.0.1:{port}/0"
+        call_command("migrate", verbosity=0)
+        browser = Client()
+        browser.force_login(user_create(username="bench", password="bench-password", role=VIEWERS))
+        _DJANGO["client"] = browser
+    samples = []
+    for _ in range(times):
+        started = time.perf_counter()
+        status = _DJANGO["client"].get(f"/failures/?q={QUEUE}").status_code
+        samples.append((time.perf_counter() - started) * 1000 if status == 200 else float("inf"))
+    return samples
+
+
 def run_one(label: str, action: Callable[[], tuple[float, int, int]], server: RedisServer) -> dict[str, Any]:
     with ServerTime(server.client()) as server_time, Probe(_prober, server.port) as probe:
         time.sleep(0.2)
@@ -142,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         filled = 0
         for size in sizes:
             started = time.monotonic()
-            fill(client, size, filled)
+            fill(mq, size, filled)
             filled = size
             print(f"\n## {size:,} failed jobs (filled in {time.monotonic() - started:.1f} s; "
                   f"used memory {client.info('memory')['used_memory_human']})", flush=True)
@@ -156,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                     ]
                     for name, action in (sides if round_ % 2 == 0 else sides[::-1]):
                         run_one(name, action, server)
+            measure_groups(mq, client, size, options.rounds)
         print(f"\n# load at the end {os.getloadavg()[0]:.2f}", flush=True)
     finally:
         server.cleanup()

@@ -177,17 +177,12 @@ end
 
 local escaped_error = error_text and string.lower(escape_field(error_text))
 
--- Whether an earlier attempt's error holds the text: history entries are
--- ts, move, to, attempts, actor[, error], tab-separated, escaped.
-local function sixth_column(line)
-  local start = 1
-  for _ = 1, 5 do
-    local tab = string.find(line, '\t', start, true)
-    if not tab then return nil end
-    start = tab + 1
-  end
-  local stop = string.find(line, '\t', start, true)
-  return string.sub(line, start, stop and stop - 1 or #line)
+-- Whether an earlier attempt's error holds the text: a history entry is
+-- CODE DT[.ATTEMPTS][<TAB>ACTOR[<TAB>ERROR]], its fields escaped (common.lua).
+local function entry_error(line)
+  local first = string.find(line, '\t', 1, true)
+  local second = first and string.find(line, '\t', first + 1, true)
+  return second and string.sub(line, second + 1) or nil
 end
 
 local function history_error_holds(history)
@@ -196,7 +191,7 @@ local function history_error_holds(history)
     return false
   end
   for line in string.gmatch(history, '[^\n]+') do
-    local text = sixth_column(line)
+    local text = entry_error(line)
     if text and string.find(string.lower(text), escaped_error, 1, true) then return true end
   end
   return false

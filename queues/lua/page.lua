@@ -89,28 +89,40 @@ local SMALL = 1024
 local ERROR_READ = 4096
 local ERROR_HEAD = 200
 -- What a row shows of a job's hash, reading no value longer than its bound.
+-- The payload's length is asked first: a key of another type answers it
+-- with an error, and only then is its type asked.
 local function row_of(job_key)
-  local kind = redis.call('TYPE', job_key).ok
-  if kind ~= 'hash' then return {'', '', '', 0, '', 0, kind, 'none'} end
-  local names = {'state', 'attempts', 'last_error', 'payload', 'preview'}
-  local bounds = {SMALL, SMALL, ERROR_READ, SMALL, SMALL}
-  local lengths, wanted = {}, {}
-  for i, name in ipairs(names) do
-    lengths[name] = redis.call('HSTRLEN', job_key, name)
-    if lengths[name] <= bounds[i] then wanted[#wanted + 1] = name end
+  local payload_length = redis.pcall('HSTRLEN', job_key, 'payload')
+  if type(payload_length) == 'table' then
+    return {'', '', '', 0, '', 0, redis.call('TYPE', job_key).ok, 'none'}
+  end
+  local lengths = {state = redis.call('HSTRLEN', job_key, 'state'), attempts = redis.call('HSTRLEN', job_key, 'attempts'),
+                   last_error = redis.call('HSTRLEN', job_key, 'last_error'), payload = payload_length}
+  local wanted = {}
+  for _, name in ipairs({'state', 'attempts', 'payload'}) do
+    if lengths[name] <= SMALL then wanted[#wanted + 1] = name end
+  end
+  if lengths.last_error <= ERROR_READ then wanted[#wanted + 1] = 'last_error' end
+  if payload_length > SMALL then
+    lengths.preview = redis.call('HSTRLEN', job_key, 'preview')
+    if lengths.preview > 0 and lengths.preview <= SMALL then wanted[#wanted + 1] = 'preview' end
   end
   local values = {}
   if #wanted > 0 then
     local got = redis.call('HMGET', job_key, unpack(wanted))
     for i, name in ipairs(wanted) do values[name] = got[i] end
   end
+  local kind = 'hash'
+  if not (values.state or values.attempts or values.payload) and redis.call('EXISTS', job_key) == 0 then
+    kind = 'none'
+  end
   local shown, source = '', 'none'
   if values.payload then
     shown, source = values.payload, 'payload'
-  elseif values.preview and lengths.preview > 0 then
+  elseif values.preview then
     shown, source = values.preview, 'preview'
   end
-  return {values.state or '', values.attempts or '', cut_utf8(shown, head), lengths.payload,
+  return {values.state or '', values.attempts or '', cut_utf8(shown, head), payload_length,
           cut_utf8(values.last_error or '', ERROR_HEAD), lengths.last_error, kind, source}
 end
 

@@ -117,17 +117,46 @@ local function format_history(entries)
   return table.concat(lines, '\n')
 end
 
+-- What appending needs to know of a history field, in one pass and without
+-- building entries: the first entry's time, the attempts and actor in effect
+-- after the last entry, and the number of entries; nil when it does not parse.
+local function scan_history(text)
+  local base, attempts, actor, count = nil, '0', '', 0
+  for line in string.gmatch(text, '[^\n]+') do
+    local code, dt, rest, fields = string.match(line, '^(%a)(%-?%d+)([^\t]*)(.*)$')
+    if not code or (rest ~= '' and string.byte(rest, 1) ~= 46) then return nil end
+    if rest ~= '' then attempts = string.sub(rest, 2) end
+    if fields ~= '' then actor = string.match(fields, '^\t([^\t]*)') end
+    base = base or tonumber(dt)
+    count = count + 1
+  end
+  return base, attempts, actor, count
+end
+
 local function append_history(job_key, ts, move, to, attempts, actor, err)
-  local entries
+  local entry = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
+                 actor = escape_field(actor), err = err and escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) or nil}
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
-  if redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES then
-    entries = parse_history(redis.call('HGET', job_key, 'history') or '')
+  local old = redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES
+    and redis.call('HGET', job_key, 'history') or false
+  local base, attempts_before, actor_before, count
+  if old and old ~= '' then base, attempts_before, actor_before, count = scan_history(old) end
+  if not base then
+    redis.call('HSET', job_key, 'history', format_history({entry}))
+    return
   end
-  entries = entries or {}
-  entries[#entries + 1] = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
-                           actor = escape_field(actor),
-                           err = err and escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) or nil}
+  local line = entry.code .. string.format('%d', ts - base)
+  if entry.attempts ~= attempts_before then line = line .. '.' .. entry.attempts end
+  if entry.err or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
+  if entry.err then line = line .. '\t' .. entry.err end
+  if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
+    redis.call('HSET', job_key, 'history', old .. '\n' .. line)
+    return
+  end
+  -- Full: drop the oldest entries, the new first one taking the absolute time.
+  local entries = parse_history(old)
+  entries[#entries + 1] = entry
   local text = format_history(entries)
   while #entries > 1 and (#entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES) do
     table.remove(entries, 1)

@@ -51,11 +51,11 @@ local reply = {'OK', tostring(deadline)}
 local got, looked = 0, 0
 local budget = count + 100
 
--- Why a job cannot be claimed, or nil; its hash fields when it is a hash.
-local function unclaimable(job_key, score)
-  local kind = redis.call('TYPE', job_key).ok
+-- Why a job cannot be claimed, or nil; its hash fields (state, attempts,
+-- payload) when it is a hash.
+local function unclaimable(job_key, kind, score)
   if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash', nil end
-  local f = redis.call('HMGET', job_key, 'state', 'attempts')
+  local f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload')
   if f[1] ~= 'pending' then
     return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending', f
   end
@@ -93,17 +93,18 @@ local function walk(max_score, take)
       local id, score = ids[i], ids[i + 1]
       local job_key = PREFIX .. 'job:' .. id
       looked = looked + 1
-      if redis.call('EXISTS', job_key) == 0 then
+      local kind = redis.call('TYPE', job_key).ok
+      if kind == 'none' then
         redis.call('ZREM', KEYS[1], id)
       else
-        local why, f = unclaimable(job_key, score)
+        local why, f = unclaimable(job_key, kind, score)
         if why then
           set_aside(id, job_key, why, f)
         elseif not take then
           return score
         else
           local attempts = (to_int(f[2]) or 0) + 1
-          local payload = redis.call('HGET', job_key, 'payload') or ''
+          local payload = f[3] or ''
           redis.call('ZREM', KEYS[1], id)
           redis.call('ZADD', KEYS[2], deadline, id)
           redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts,

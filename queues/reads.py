@@ -421,10 +421,15 @@ class Event:
 
 
 def parse_event(entry_id: Any, data: dict[Any, Any]) -> Event:
-    get = {_text(k): _text(v) for k, v in data.items()}
+    """One stream entry, whatever another writer put in it: bytes that are not UTF-8 come back as U+FFFD
+    (escaped when shown), a ``ts`` that is not ASCII digits as 0."""
+    def text(value: Any) -> str:
+        return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+    get = {text(k): text(v) for k, v in data.items()}
     ts = get.get("ts", "")
-    return Event(_text(entry_id), get.get("move", ""), get.get("id", ""), get.get("from", ""), get.get("to", ""),
-                 get.get("attempts", ""), get.get("actor", ""), int(ts) if ts.isdigit() else 0)
+    return Event(text(entry_id), get.get("move", ""), get.get("id", ""), get.get("from", ""), get.get("to", ""),
+                 get.get("attempts", ""), get.get("actor", ""), int(ts) if ts.isascii() and ts.isdigit() else 0)
 
 
 _PERCENT = re.compile(rb"%([0-9A-F]{2})")

@@ -164,3 +164,16 @@ def test_a_refusal_naming_odd_text_is_escaped_on_stderr(redis_url: str, capsys: 
     code, _, err = emq(redis_url, capsys, "retry", "q", "a")
 
     assert code == 4 and "\x1b" not in err and "\\x1b[2Jdone" in err
+
+
+def test_events_written_by_another_runtime_with_odd_bytes_are_listed(redis_url: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    mq = EchoMQ.from_url(redis_url, actor="test")
+    mq.redis.xadd(QueueKeys("q").events, {"move": "claim", "id": b"\xff\xfe", "ts": "\u00b2", "actor": "x"})
+    mq.close()
+
+    code, out, _ = emq(redis_url, capsys, "events", "q")
+    json_code, json_out, _ = emq(redis_url, capsys, "events", "q", "--json")
+
+    assert code == 0 and "\ufffd\ufffd" in out[0]
+    assert json_code == 0 and json.loads(json_out[0])["ts_ms"] == 0

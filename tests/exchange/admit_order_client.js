@@ -8,8 +8,8 @@
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
-const net = require('net');
 const path = require('path');
+const { connect } = require('../support/resp');
 
 const [port, luaDir, idsFile] = process.argv.slice(2);
 
@@ -29,65 +29,11 @@ function ulid() {
   return head + tail;
 }
 
-function encode(args) {
-  let out = `*${args.length}\r\n`;
-  for (const arg of args) out += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
-  return out;
-}
-
-// Parses one RESP value from buf at offset; returns [value, next] or null when incomplete.
-function parse(buf, at) {
-  const end = buf.indexOf('\r\n', at);
-  if (end < 0) return null;
-  const kind = String.fromCharCode(buf[at]);
-  const line = buf.toString('utf8', at + 1, end);
-  if (kind === '+' || kind === ':') return [line, end + 2];
-  if (kind === '-') return [new Error(line), end + 2];
-  if (kind === '$') {
-    const n = Number(line);
-    if (n < 0) return [null, end + 2];
-    if (buf.length < end + 2 + n + 2) return null;
-    return [buf.toString('utf8', end + 2, end + 2 + n), end + 2 + n + 2];
-  }
-  if (kind === '*') {
-    const items = [];
-    let next = end + 2;
-    for (let i = 0; i < Number(line); i++) {
-      const item = parse(buf, next);
-      if (!item) return null;
-      items.push(item[0]);
-      next = item[1];
-    }
-    return [items, next];
-  }
-  throw new Error(`unexpected RESP type ${kind}`);
-}
-
-function connect() {
-  const socket = net.createConnection({ host: '127.0.0.1', port: Number(port) });
-  let buf = Buffer.alloc(0);
-  const waiting = [];
-  socket.on('data', (chunk) => {
-    buf = Buffer.concat([buf, chunk]);
-    for (;;) {
-      const got = parse(buf, 0);
-      if (!got) break;
-      buf = buf.subarray(got[1]);
-      waiting.shift()(got[0]);
-    }
-  });
-  const send = (args) => new Promise((resolve) => { waiting.push(resolve); socket.write(encode(args)); });
-  return new Promise((resolve, reject) => {
-    socket.on('connect', () => resolve({ send, close: () => socket.end() }));
-    socket.on('error', reject);
-  });
-}
-
 async function main() {
   const source = expand('admit_order.lua');
   const sha = crypto.createHash('sha1').update(source).digest('hex');
   const ids = fs.readFileSync(idsFile, 'utf8').split('\n').filter(Boolean);
-  const redis = await connect();
+  const redis = await connect(port);
   await redis.send(['EVALSHA', sha, '0']).then(() => process.stdout.write('ready\n'));
   await new Promise((resolve) => process.stdin.once('data', resolve));
   const prefix = 'emq:{orders}:';

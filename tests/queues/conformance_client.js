@@ -1,6 +1,7 @@
 // A second EchoMQ runtime written from PROTOCOL.md alone (it shares no code with queues/): it expands
 // the scripts' includes, speaks RESP over node's net module, and runs enqueue, claim, extend,
-// complete, complete_many, fail, release and recover_expired on one queue beside the Python worker,
+// complete, complete_many, fail, release and recover_expired on one queue beside the Python worker
+// (its RESP transport is tests/support/resp.js),
 // checking every reply's shape and element types as the protocol states them.
 //
 // usage: node conformance_client.js PORT LUA_DIR
@@ -10,9 +11,9 @@
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
-const net = require('net');
 const path = require('path');
 const readline = require('readline');
+const { connect } = require('../support/resp');
 
 const [port, luaDir] = process.argv.slice(2);
 const Q = 'conform';
@@ -29,64 +30,6 @@ for (const name of ['enqueue', 'claim', 'extend', 'complete', 'complete_many', '
   'recover_expired', 'stats', 'page', 'job', 'history']) {
   const source = expand(`${name}.lua`);
   SCRIPTS[name] = { source, sha: crypto.createHash('sha1').update(source, 'utf8').digest('hex') };
-}
-
-function encode(args) {
-  const parts = [Buffer.from(`*${args.length}\r\n`)];
-  for (const arg of args) {
-    const data = Buffer.isBuffer(arg) ? arg : Buffer.from(String(arg), 'utf8');
-    parts.push(Buffer.from(`$${data.length}\r\n`), data, Buffer.from('\r\n'));
-  }
-  return Buffer.concat(parts);
-}
-
-// One RESP2 value from buf at offset: integers as numbers, bulk strings as strings, errors as Error.
-function parse(buf, at) {
-  const end = buf.indexOf('\r\n', at);
-  if (end < 0) return null;
-  const kind = String.fromCharCode(buf[at]);
-  const line = buf.toString('utf8', at + 1, end);
-  if (kind === '+') return [{ status: line }, end + 2];
-  if (kind === ':') return [Number(line), end + 2];
-  if (kind === '-') return [new Error(line), end + 2];
-  if (kind === '$') {
-    const n = Number(line);
-    if (n < 0) return [null, end + 2];
-    if (buf.length < end + 2 + n + 2) return null;
-    return [buf.toString('utf8', end + 2, end + 2 + n), end + 2 + n + 2];
-  }
-  if (kind === '*') {
-    const items = [];
-    let next = end + 2;
-    for (let i = 0; i < Number(line); i++) {
-      const item = parse(buf, next);
-      if (!item) return null;
-      items.push(item[0]);
-      next = item[1];
-    }
-    return [items, next];
-  }
-  throw new Error(`unexpected RESP type ${kind}`);
-}
-
-function connect() {
-  const socket = net.createConnection({ host: '127.0.0.1', port: Number(port) });
-  let buf = Buffer.alloc(0);
-  const waiting = [];
-  socket.on('data', (chunk) => {
-    buf = Buffer.concat([buf, chunk]);
-    for (;;) {
-      const got = parse(buf, 0);
-      if (!got) break;
-      buf = buf.subarray(got[1]);
-      waiting.shift()(got[0]);
-    }
-  });
-  const send = (args) => new Promise((resolve) => { waiting.push(resolve); socket.write(encode(args)); });
-  return new Promise((resolve, reject) => {
-    socket.on('connect', () => resolve({ send, close: () => socket.end() }));
-    socket.on('error', reject);
-  });
 }
 
 let redis;
@@ -308,7 +251,7 @@ async function verify() {
 }
 
 async function main() {
-  redis = await connect();
+  redis = await connect(port);
   const shas = Object.fromEntries(Object.entries(SCRIPTS).map(([name, s]) => [name, s.sha]));
   process.stdout.write(JSON.stringify({ shas }) + '\n');
   const phases = { prepare, stale, verify };

@@ -233,6 +233,63 @@ def counts(queue: str) -> Call[dict[str, int]]:
     return Call("counts", keys.script_keys(None), [], parse)
 
 
+WAIT_BUCKETS_MS: Final = (100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    """One minute or hour of a queue's history: what happened in it, and how long claimed jobs had waited."""
+
+    start_ms: int
+    enqueued: int
+    completed: int
+    failed: int
+    recovered: int
+    waits: tuple[int, ...]  # claims per wait bucket (WAIT_BUCKETS_MS, then longer)
+
+    def wait_percentile_ms(self, fraction: float) -> int | None:
+        """The bucket bound under which ``fraction`` of this slot's claims had waited (None: no claim;
+        beyond the last bound: the last bound)."""
+        total = sum(self.waits)
+        if not total:
+            return None
+        seen = 0
+        for n, count in enumerate(self.waits):
+            seen += count
+            if seen >= fraction * total:
+                return WAIT_BUCKETS_MS[min(n, len(WAIT_BUCKETS_MS) - 1)]
+        return WAIT_BUCKETS_MS[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    queue: str
+    resolution: str  # 'm' or 'h'
+    now_ms: int
+    points: list[SeriesPoint]
+
+
+def series(queue: str, *, resolution: str, first: int, count: int) -> Call[Series]:
+    """``count`` minutes (``resolution='m'``) or hours ('h') of history from ``first`` (since the epoch)."""
+    keys = QueueKeys(queue)
+    if resolution not in ("m", "h"):
+        raise InvalidInput("resolution must be 'm' or 'h'")
+    first = _int(first, "first", 0)
+    count = _int(count, "count", 1, 1000)
+    size_ms = 60_000 if resolution == "m" else 3_600_000
+
+    def parse(reply: list[Any]) -> Series:
+        now, *flat = reply
+        points = []
+        for n in range(count):
+            values = [_digits(v) or 0 for v in flat[n * 15:(n + 1) * 15]]
+            points.append(SeriesPoint((first + n) * size_ms, values[0], values[1], values[2], values[3],
+                                      tuple(values[4:])))
+        return Series(keys.queue, resolution, int(now), points)
+
+    return Call("series", keys.script_keys(None), [resolution, first, count], parse)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """One live worker of a queue, as it last registered."""

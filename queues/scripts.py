@@ -30,7 +30,7 @@ MOVES: Final = (
     "admit_order", "pause", "resume", "register_worker", "unregister_worker",
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
-                   "workers", "search", "groups", "signature")
+                   "workers", "search", "groups", "signature", "series")
 
 
 @dataclass(frozen=True, slots=True)

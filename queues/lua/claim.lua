@@ -110,6 +110,7 @@ local function walk(max_score, take)
           redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts,
             'claim_id', claim_id, 'worker', worker, 'claimed_at', now)
           emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key)
+          count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
           reply[#reply + 1] = id
           reply[#reply + 1] = tostring(attempts)
           reply[#reply + 1] = payload

@@ -184,6 +184,38 @@ local function count_move(events_key, move, to)
   if move == 'fail' or move == 'recover' then move = move .. ':' .. to end
   redis.call('HINCRBY', key, move, 1)
 end
+
+-- History that outlives every reader: per minute and per hour, counts of
+-- the moves a chart shows, in hashes PREFIX .. 'm:' .. minute (kept 48 h) and
+-- PREFIX .. 'h:' .. hour (kept 90 days), minute and hour counted from the
+-- Unix epoch by the server's clock. Fields: e (enqueued), c (completed),
+-- f (failed for good), r (recovered), and w0..w10, claims by how long the job
+-- had waited since it was due (see WAIT_BUCKETS_MS). A key of another type
+-- is left alone. Keys expire by themselves, so nothing trims them.
+local MINUTE_KEEP_MS = 48 * 3600000
+local HOUR_KEEP_MS = 90 * 86400000
+local WAIT_BUCKETS_MS = {100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000}
+local SERIES_FIELD = {enqueue = 'e', complete = 'c', ['fail:failed'] = 'f', ['recover:pending'] = 'r',
+                      ['recover:failed'] = 'r'}
+local function count_series(prefix, ts, field)
+  local minute, hour = math.floor(ts / 60000), math.floor(ts / 3600000)
+  for _, slot in ipairs({{'m:' .. minute, MINUTE_KEEP_MS}, {'h:' .. hour, HOUR_KEEP_MS}}) do
+    local key = prefix .. slot[1]
+    local kind = redis.call('TYPE', key).ok
+    if kind == 'none' or kind == 'hash' then
+      redis.call('HINCRBY', key, field, 1)
+      if kind == 'none' then redis.call('PEXPIRE', key, slot[2]) end
+    end
+  end
+end
+local function count_wait(prefix, ts, waited_ms)
+  local bucket = #WAIT_BUCKETS_MS
+  for i, upper in ipairs(WAIT_BUCKETS_MS) do
+    if waited_ms <= upper then bucket = i - 1 break end
+  end
+  count_series(prefix, ts, 'w' .. bucket)
+end
+
 local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, err)
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
   attempts = cut_utf8(tostring(attempts), 64)
@@ -192,6 +224,8 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
   if job_key then append_history(job_key, ts, move, to, attempts, actor, err) end
   count_move(events_key, move, to)
+  local field = SERIES_FIELD[(move == 'fail' or move == 'recover') and (move .. ':' .. to) or move]
+  if field then count_series(string.sub(events_key, 1, -7), ts, field) end
 end
 
 local function refuse(reason, state, attempts)

@@ -68,6 +68,7 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
     entries.append((KEYS.prefix + "client_ids", draw(st.sampled_from(["none", "hash", "string"])), {"k-1": "a"}))
     entries.append((KEYS.workers, draw(st.sampled_from(["none", "zset", "string"])), {"w:1": draw(scores)}))
     entries.append((KEYS.worker("w:1"), draw(st.sampled_from(["none", "hash", "string"])), {"host": "h", "pid": "1"}))
+    entries.append((KEYS.prefix + "m:1", draw(st.sampled_from(["none", "hash", "string"])), {"e": "1"}))
     entries.append((KEYS.counts, draw(st.sampled_from(["none", "none", "hash", "string"])), {"complete": "3"}))
     entries.append((KEYS.paused, draw(st.sampled_from(["none", "none", "hash", "string"])),
                     {"reason": draw(texts), "actor": "a", "since_ms": draw(numbers)}))
@@ -142,6 +143,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "count_older": [states, numbers],
         "counts": [],
         "workers": [limit],
+        "series": [st.sampled_from(["m", "h", "x", ""]), numbers, limit],
         "register_worker": [st.sampled_from(["w:1", "", "a b", "{x}"]), lease, texts, numbers, texts, numbers,
                             numbers, numbers, texts],
         "unregister_worker": [st.sampled_from(["w:1", ""])],
@@ -170,7 +172,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
                      "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
-                     "register_worker", "unregister_worker", "search", "groups", "signature")
+                     "register_worker", "unregister_worker", "search", "groups", "signature", "series")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

@@ -24,6 +24,7 @@ from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .services import emq, live_follower, read
+from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .sweeper import sweeper_status
 
@@ -86,6 +87,7 @@ def queue_detail(request: HttpRequest) -> HttpResponse:
         return _unavailable(request, "dashboard/queue.html", error, context)
     follower = live_follower()
     context.update(queue_workers_context(name))
+    context.update(queue_history_context(name, request.GET.get("range", "1h")))
     context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
                                                csrf_token=get_token(request)))
     if _wants_fragment(request, "queue-jobs"):

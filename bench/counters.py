@@ -9,6 +9,7 @@ a drift of the machine lands on both sides. The per-round ratio is the cost.
 
     python -m bench.counters                       # 5 rounds of 20,000 jobs, concurrency 16
     python -m bench.counters --rounds 3 --jobs 50000
+    python -m bench.counters --sequential --rounds 6 --jobs 2000   # claim + complete in a loop, no Worker
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import hashlib
 import os
 import re
 import statistics
+import time
 from collections.abc import Callable
 
 from queues import client as queue_client
@@ -67,11 +69,34 @@ def _measure(url: str, jobs: int, concurrency: int, scripts: Callable[[str], Scr
     return rate(jobs, seconds), float(evalsha.get("usec_per_call", 0.0))
 
 
+def _measure_sequential(url: str, jobs: int, concurrency: int, scripts: Callable[[str], Script]) -> tuple[float, float]:
+    """One claim and one complete after the other, ``jobs`` times: the server's share shows most plainly."""
+    from queues import EchoMQ
+
+    queue_client.script = scripts  # type: ignore[assignment]
+    mq = EchoMQ.from_url(url, actor="bench")
+    try:
+        mq.redis.flushall()
+        mq.enqueue_many("bench-counters", [PAYLOAD] * jobs)
+        mq.redis.config_resetstat()
+        started = time.perf_counter()
+        for _ in range(jobs):
+            [job] = mq.claim("bench-counters")
+            mq.complete("bench-counters", job.id, job.token)
+        seconds = time.perf_counter() - started
+        evalsha = mq.redis.info("commandstats").get("cmdstat_evalsha", {})
+    finally:
+        mq.close()
+        queue_client.script = script  # type: ignore[assignment]
+    return rate(jobs, seconds), float(evalsha.get("usec_per_call", 0.0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--sequential", action="store_true", help="claim + complete one after the other, no Worker")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     server = start_server()
@@ -91,7 +116,8 @@ def main() -> None:
             order = list(sides) if n % 2 == 0 else list(reversed(sides))
             this_round = {}
             for name in order:
-                this_round[name], per_call = _measure(server.url, args.jobs, args.concurrency, sides[name])
+                measure = _measure_sequential if args.sequential else _measure
+                this_round[name], per_call = measure(server.url, args.jobs, args.concurrency, sides[name])
                 values[name].append(this_round[name])
                 server_us[name].append(per_call)
             ratios.append(this_round["with counters+history"] / this_round["without"])

@@ -15,6 +15,8 @@ Series (one per queue where labelled ``queue``):
   console process reports the same totals and a console restart loses none. Counted by the moves
   rather than derived from the event stream because the stream is capped (10,000 entries) and read by
   each process on its own: a process that started late, or fell behind the cap, would count differently.
+- ``emq_job_wait_seconds{queue}`` and ``emq_job_run_seconds{queue}``: histograms (due -> claimed, claimed ->
+  complete or fail) with buckets 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600 s, from the same counters.
 - ``emq_workers{queue}``: workers alive in the queue's registry (``emq:{Q}:workers``).
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
   ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
@@ -28,8 +30,10 @@ from collections.abc import Iterator
 from typing import Final
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from queues.reads import WAIT_BUCKETS_MS
 
 from .snapshot import Snapshot
 
@@ -85,6 +89,18 @@ class _SnapshotCollector(Collector):
             enqueued.add_metric([queue], counted.get("enqueue", 0))
             claimed.add_metric([queue], counted.get("claim", 0))
         yield from (outcomes, enqueued, claimed)
+        for kind, name, what in (("wait", "emq_job_wait_seconds", "How long claimed jobs had waited since due"),
+                                 ("run", "emq_job_run_seconds", "How long jobs ran, claim to complete or fail")):
+            histogram = HistogramMetricFamily(name, what + " (counted by the moves in Redis)", labels=["queue"])
+            for queue, counted in s.counts.items():
+                cumulative, buckets = 0, []
+                for n, upper in enumerate(WAIT_BUCKETS_MS):
+                    cumulative += counted.get(f"{kind}:{n}", 0)
+                    buckets.append((f"{upper / 1000:g}", cumulative))
+                cumulative += counted.get(f"{kind}:{len(WAIT_BUCKETS_MS)}", 0)
+                buckets.append(("+Inf", cumulative))
+                histogram.add_metric([queue], buckets, sum_value=counted.get(f"{kind}:sum", 0) / 1000)
+            yield histogram
         alive = GaugeMetricFamily("emq_workers", "Workers whose registry entry is alive (heartbeat within a lease)",
                                   labels=["queue"])
         for queue, live in s.workers.items():

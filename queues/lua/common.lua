@@ -208,14 +208,35 @@ local function count_series(prefix, ts, field)
     end
   end
 end
-local function count_wait(prefix, ts, waited_ms)
-  local bucket = #WAIT_BUCKETS_MS
+local function bucket_of(ms)
   for i, upper in ipairs(WAIT_BUCKETS_MS) do
-    if waited_ms <= upper then bucket = i - 1 break end
+    if ms <= upper then return i - 1 end
   end
-  count_series(prefix, ts, 'w' .. bucket)
+  return #WAIT_BUCKETS_MS
+end
+-- Durations since the first move, for histograms: in <prefix>counts, fields
+-- '<kind>:<bucket>' (the buckets of WAIT_BUCKETS_MS, then longer) and
+-- '<kind>:sum' (ms); kind is 'wait' (due -> claimed) or 'run' (claimed ->
+-- complete or fail).
+local function count_duration(prefix, kind, ms)
+  local key = prefix .. 'counts'
+  local type_ = redis.call('TYPE', key).ok
+  if type_ ~= 'hash' and type_ ~= 'none' then return end
+  redis.call('HINCRBY', key, kind .. ':' .. bucket_of(ms), 1)
+  redis.call('HINCRBY', key, kind .. ':sum', math.floor(ms))
+end
+local function count_wait(prefix, ts, waited_ms)
+  count_series(prefix, ts, 'w' .. bucket_of(waited_ms))
+  count_duration(prefix, 'wait', waited_ms)
 end
 
+-- How long a job ran (claimed_at to now), when complete or fail finishes it.
+local function count_run(events_key, job_key, move, ts)
+  if not job_key or (move ~= 'complete' and move ~= 'fail') then return end
+  local claimed = to_int(redis.call('HGET', job_key, 'claimed_at') or '')
+  local now = tonumber(ts)
+  if claimed and now and now >= claimed then count_duration(string.sub(events_key, 1, -7), 'run', now - claimed) end
+end
 local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, err)
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
   attempts = cut_utf8(tostring(attempts), 64)
@@ -224,6 +245,7 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
   if job_key then append_history(job_key, ts, move, to, attempts, actor, err) end
   count_move(events_key, move, to)
+  count_run(events_key, job_key, move, ts)
   local field = SERIES_FIELD[(move == 'fail' or move == 'recover') and (move .. ':' .. to) or move]
   if field then count_series(string.sub(events_key, 1, -7), ts, field) end
 end

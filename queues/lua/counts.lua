@@ -14,7 +14,11 @@ local kind = redis.call('TYPE', key).ok
 if kind == 'none' then return {} end
 if kind ~= 'hash' then return {'REFUSED', 'wrongtype', key, kind} end
 local fields = {'enqueue', 'claim', 'complete', 'fail:pending', 'fail:failed', 'release', 'retry', 'recover:pending',
-                'recover:failed', 'promote', 'cancel', 'delete', 'purge', 'corrupt', 'pause', 'resume'}
+                'recover:failed', 'promote', 'cancel', 'delete', 'purge', 'corrupt', 'pause', 'resume',
+                'wait:sum', 'run:sum'}
+for _, kind in ipairs({'wait', 'run'}) do
+  for bucket = 0, 10 do fields[#fields + 1] = kind .. ':' .. bucket end
+end
 local values = redis.call('HMGET', key, unpack(fields))
 local reply = {}
 for i, name in ipairs(fields) do

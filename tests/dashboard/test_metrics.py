@@ -212,3 +212,25 @@ def test_emq_workers_counts_the_live_entries(client: Client, viewer: User, conso
     parsed = scraped_until(client, token, lambda s: value(s, "emq_workers", queue="mail") == 2, "two workers")
 
     assert value(parsed, "emq_workers", queue="mail") == 2
+
+
+def test_the_wait_and_run_histograms_count_each_claim_and_finish(client: Client, viewer: User,
+                                                                 console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x", job_id="a")
+    now = console_mq.server_time_ms("mail")
+    console_mq.redis.zadd(QueueKeys("mail").pending, {"a": now - 20_000})  # due 20 s ago
+    [job] = console_mq.claim("mail", lease_ms=60_000)
+    console_mq.redis.hset(QueueKeys("mail").job("a"), "claimed_at", now - 2_000)  # as if it ran 2 s
+    console_mq.complete("mail", job.id, job.token)
+    token = api_token_create(user=viewer, name="prometheus")
+
+    parsed = scraped_until(client, token, lambda s: value(s, "emq_job_run_seconds_count", queue="mail") == 1,
+                           "the histograms in a walk")
+
+    assert value(parsed, "emq_job_wait_seconds_bucket", queue="mail", le="10") == 0
+    assert value(parsed, "emq_job_wait_seconds_bucket", queue="mail", le="30") == 1
+    assert value(parsed, "emq_job_wait_seconds_bucket", queue="mail", le="+Inf") == 1
+    assert 19 <= value(parsed, "emq_job_wait_seconds_sum", queue="mail") < 60  # type: ignore[operator]
+    assert value(parsed, "emq_job_run_seconds_bucket", queue="mail", le="1") == 0
+    assert value(parsed, "emq_job_run_seconds_bucket", queue="mail", le="5") == 1
+    assert 2 <= value(parsed, "emq_job_run_seconds_sum", queue="mail") < 30  # type: ignore[operator]

@@ -8,6 +8,11 @@ from queues import EchoMQ, QueueKeys, moves, reads
 from tests.support.jobs import done_jobs, failed_jobs
 
 
+def moves_counted(mq: EchoMQ, queue: str) -> dict[str, int]:
+    """The move counters, without the duration buckets (see the histogram tests)."""
+    return {k: v for k, v in mq.run(reads.counts(queue)).items() if not k.startswith(("wait:", "run:"))}
+
+
 def test_every_move_counts_itself(any_mq: EchoMQ) -> None:
     done_jobs(any_mq, "mail", 3)
     failed_jobs(any_mq, "mail", 2)
@@ -18,7 +23,7 @@ def test_every_move_counts_itself(any_mq: EchoMQ) -> None:
     any_mq.enqueue("mail", "x", job_id="c")
     any_mq.cancel("mail", "c", expect_state="pending")
 
-    counts = any_mq.run(reads.counts("mail"))
+    counts = moves_counted(any_mq, "mail")
 
     assert counts == {"enqueue": 6, "claim": 6, "complete": 3, "fail:failed": 2, "fail:pending": 1, "retry": 1,
                       "cancel": 1}
@@ -32,7 +37,7 @@ def test_a_heartbeat_is_not_counted_and_a_recovered_lease_is(mq: EchoMQ) -> None
 
     mq.recover_expired("mail")
 
-    assert mq.run(reads.counts("mail")) == {"enqueue": 1, "claim": 1, "recover:pending": 1}
+    assert moves_counted(mq, "mail") == {"enqueue": 1, "claim": 1, "recover:pending": 1}
 
 
 def test_a_counts_key_another_writer_made_a_string_does_not_stop_the_moves(mq: EchoMQ) -> None:
@@ -50,3 +55,13 @@ def test_fields_a_foreign_writer_added_are_not_read(mq: EchoMQ) -> None:
     mq.enqueue("mail", "x")
 
     assert mq.run(reads.counts("mail")) == {"enqueue": 1}
+
+
+def test_each_claim_counts_its_wait_and_each_finish_its_run(mq: EchoMQ) -> None:
+    done_jobs(mq, "mail", 3)
+
+    counted = mq.run(reads.counts("mail"))
+
+    assert sum(v for k, v in counted.items() if k.startswith("wait:") and k != "wait:sum") == 3
+    assert sum(v for k, v in counted.items() if k.startswith("run:") and k != "run:sum") == 3
+    assert counted["run:sum"] >= 0 and counted["wait:sum"] >= 0

@@ -64,13 +64,13 @@ def parsed_or_refused(request: Any) -> PlaceOrder | InvalidOrder:
     return command
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_arbitrary_json_never_crashes_it_or_yields_an_invalid_command(value: Any) -> None:
     parsed_or_refused(json.dumps(value).encode())
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(near_requests)
 def test_objects_with_known_fields_and_arbitrary_values_are_parsed_or_refused_cleanly(request: dict[str, Any]) -> None:
     parsed_or_refused(json.dumps(request).encode())
@@ -82,7 +82,7 @@ def test_arbitrary_bytes_never_crash_it(body: bytes) -> None:
     parsed_or_refused(body)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(valid_requests)
 def test_every_valid_command_round_trips(request: dict[str, Any]) -> None:
     command = parse_place(request)

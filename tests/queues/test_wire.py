@@ -61,10 +61,14 @@ async def test_a_reply_later_than_the_socket_timeout_is_unavailable_and_the_conn
         mq: EchoMQ, redis_url: str) -> None:
     client = AsyncEchoMQ(connect_async(redis_url, socket_timeout=0.2), actor="w1")
     await client.run_many(_enqueues("mail", ["warm"]))
-    mq.redis.execute_command("CLIENT", "PAUSE", 700, "WRITE")
-    with pytest.raises(Unavailable, match="no reply from redis within 0.2 s"):
-        await client.run_many(_enqueues("mail", ["late"]))
-    await asyncio.sleep(0.7)
+    # Paused far longer than the timeout and unpaused by hand: on a loaded
+    # machine a short pause could end before the call even reaches Redis.
+    mq.redis.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+    try:
+        with pytest.raises(Unavailable, match="no reply from redis within 0.2 s"):
+            await client.run_many(_enqueues("mail", ["late"]))
+    finally:
+        mq.redis.execute_command("CLIENT", "UNPAUSE")
     after = await client.run_many(_enqueues("mail", ["next"]))
     await client.close()
 
@@ -76,13 +80,15 @@ async def test_a_killed_connection_fails_its_waiting_callers_and_the_next_call_r
         mq: EchoMQ, redis_url: str) -> None:
     client = AsyncEchoMQ.from_url(redis_url, actor="w1")
     await client.run_many(_enqueues("mail", ["warm"]))
-    mq.redis.execute_command("CLIENT", "PAUSE", 500, "WRITE")
-    waiting = asyncio.create_task(client.run_many(_enqueues("mail", ["cut"])))
-    await asyncio.sleep(0.1)
-    mq.redis.client_kill_filter(_type="normal", skipme=True)
-    with pytest.raises(Unavailable, match="connection to redis lost"):
-        await waiting
-    await asyncio.sleep(0.5)
+    mq.redis.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+    try:
+        waiting = asyncio.create_task(client.run_many(_enqueues("mail", ["cut"])))
+        await asyncio.sleep(0.1)
+        mq.redis.client_kill_filter(_type="normal", skipme=True)
+        with pytest.raises(Unavailable, match="connection to redis lost"):
+            await waiting
+    finally:
+        mq.redis.execute_command("CLIENT", "UNPAUSE")
     after = await client.run_many(_enqueues("mail", ["again"]))
     await client.close()
 

@@ -27,7 +27,7 @@ from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .scripts import script
-from .failures import groups
+from .failures import group_failed, groups
 from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
 
 
@@ -262,6 +262,14 @@ def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
+    if args.group_ungrouped:
+        start = grouped = 0
+        while True:
+            step = mq.run(group_failed(args.queue, start=start))
+            grouped, start = grouped + step.grouped, step.next_start
+            if not step.more:
+                break
+        print(f"emq: {grouped} failed jobs that were in no group are grouped now", file=sys.stderr)
     read = mq.run(groups(args.queue, limit=args.limit))
     if read.problem:
         raise EmqError(read.problem)
@@ -411,6 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("failures", cmd_failures, "the failed jobs grouped by cause, largest group first")
     p.add_argument("queue")
     p.add_argument("--limit", type=int, default=50, help="how many groups (at most 200)")
+    p.add_argument("--group-ungrouped", action="store_true",
+                   help="first put failed jobs that are in no group (failed before groups were kept) into theirs")
     p.add_argument("--json", action="store_true")
     p = command("bulk", cmd_bulk, "retry, cancel, delete or promote every job a search finds")
     p.add_argument("move", choices=sorted(MATCH_MOVES))

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .errors import InvalidInput
+from .errors import EmqError, InvalidInput
 from .keys import QueueKeys
 from .moves import Call, _int, _text
 
@@ -93,8 +93,30 @@ def signatures(queue: str, texts: list[str]) -> Call[list[tuple[str, str]]]:
     return Call("signature", QueueKeys(queue).script_keys(None), [t.encode() for t in texts], parse)
 
 
+@dataclass(frozen=True, slots=True)
+class GroupingStep:
+    grouped: int
+    looked_at: int
+    next_start: int
+    more: bool
+
+
+def group_failed(queue: str, *, start: int = 0, limit: int = 500) -> Call[GroupingStep]:
+    """One step of putting failed jobs that are in no group into their error's group (see group_failed.lua)."""
+    keys = QueueKeys(queue)
+    args = [_int(start, "start", 0), _int(limit, "limit", 1, 1000)]
+
+    def parse(reply: list[Any]) -> GroupingStep:
+        if _text(reply[0]) == "REFUSED":
+            raise EmqError(f"the key {_text(reply[2])} is a {_text(reply[3])}: failed jobs cannot be grouped")
+        _, grouped, looked, next_start, more = reply
+        return GroupingStep(int(grouped), int(looked), int(next_start), bool(int(more)))
+
+    return Call("group_failed", keys.script_keys(None), args, parse)
+
+
 def _bytes_text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-__all__ = ["FailureGroup", "FailureGroups", "groups", "signatures", "validate_group", "GROUPS_SHOWN"]
+__all__ = ["FailureGroup", "FailureGroups", "GroupingStep", "group_failed", "groups", "signatures", "validate_group", "GROUPS_SHOWN"]

@@ -27,7 +27,7 @@ MOVES: Final = (
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
     "retry", "recover", "promote", "cancel", "delete",
     "recover_expired", "retry_failed", "purge",
-    "admit_order", "pause", "resume", "register_worker", "unregister_worker",
+    "admit_order", "pause", "resume", "register_worker", "unregister_worker", "group_failed",
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series")

@@ -75,13 +75,18 @@ local function failure_leave(job_key)
   end
 end
 
--- The job (its hash checked) has just gone to failed with `plan.message`.
-local function failure_enter(job_key, id, plan, now)
+-- The job (its hash checked) has gone to failed with `plan.message` at `ts`
+-- (now, for a move; its failure time, for group_failed): the group's first
+-- and last seen stay the earliest and the latest, its sample the latest.
+local function failure_enter(job_key, id, plan, ts)
   if plan == nil then return end
   failure_leave(job_key)
   local key = PREFIX .. 'failure:' .. plan.group
   redis.call('ZINCRBY', PREFIX .. 'failures', 1, plan.group)
-  if redis.call('HSETNX', key, 'first', now) == 1 then redis.call('HSET', key, 'sig', plan.sig) end
-  redis.call('HSET', key, 'last', now, 'sample', id, 'error', plan.message)
+  local seen = redis.call('HMGET', key, 'first', 'last')
+  local first, last = to_int(seen[1]), to_int(seen[2])
+  if first == nil then redis.call('HSET', key, 'sig', plan.sig, 'first', ts) end
+  if first ~= nil and ts < first then redis.call('HSET', key, 'first', ts) end
+  if last == nil or ts >= last then redis.call('HSET', key, 'last', ts, 'sample', id, 'error', plan.message) end
   redis.call('HSET', job_key, 'fsig', plan.group)
 end

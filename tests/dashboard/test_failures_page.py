@@ -66,3 +66,15 @@ def test_acting_on_a_group_asks_with_its_signature_and_count_then_moves_its_jobs
     entry.refresh_from_db()
     assert (entry.moved, entry.skipped, entry.missing, entry.parameters["query"]["group"]) == (5, 0, 0, group)
     assert failing.stats("mail").counts == {"pending": 5, "active": 0, "done": 0, "failed": 1}
+
+
+def test_the_job_page_shows_why_every_attempt_failed(viewer_client: Client, console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "{}", job_id="j", max_attempts=3)
+    for error in ("timeout after 3012 ms", "connection refused", "card declined"):
+        [job] = console_mq.claim("mail")
+        console_mq.run(moves.fail("mail", job.id, job.token, error=error, backoff_ms=0))
+
+    html = viewer_client.get("/job/?q=mail&id=j").content.decode()
+
+    history = html[html.index('id="job-history"'):]
+    assert all(error in history for error in ("timeout after 3012 ms", "connection refused", "card declined"))

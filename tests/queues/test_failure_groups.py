@@ -8,7 +8,7 @@ import time
 import pytest
 
 from queues import EchoMQ, NothingToClaim, QueueKeys, moves
-from queues.failures import groups, signatures
+from queues.failures import group_failed, groups, signatures
 from queues.search import Query, Search, move_matches
 
 
@@ -189,3 +189,27 @@ def test_a_corrupt_job_a_claim_sets_aside_is_grouped_by_what_was_wrong(mq: EchoM
         mq.claim("q")
 
     assert by_signature(mq) == {'corrupt: state "?" in pending': 3}
+
+
+def test_failed_jobs_from_before_groups_are_grouped_once_at_the_time_they_failed(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    for n in range(1200):
+        mq.redis.hset(keys.job(f"old{n}"), mapping={"state": "failed", "attempts": "1", "payload": "{}",
+                                                     "last_error": f"timeout after {n} ms",
+                                                     "finished_at": str(1_000_000 + n)})
+        mq.redis.zadd(keys.failed, {f"old{n}": 1_000_000 + n})
+    fail_for_good(mq, "new", "timeout after 5 ms")
+
+    for _ in range(2):  # twice: a job already in a group is left alone
+        start = 0
+        while True:
+            step = mq.run(group_failed("q", start=start, limit=500))
+            start = step.next_start
+            if not step.more:
+                break
+
+    [group] = mq.run(groups("q")).groups
+    assert (group.signature, group.count) == ("timeout after <n> ms", 1201)
+    assert group.first_ms == 1_000_000 and group.sample_id == "new"
+    mq.retry("q", "old7")
+    assert mq.run(groups("q")).groups[0].count == 1200

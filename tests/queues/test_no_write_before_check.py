@@ -153,6 +153,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
                    st.sampled_from(["-inf", "0", "x"]), st.sampled_from(["+inf", "now", "5"]), limit, numbers, limit,
                    st.sampled_from(["payload", "error", "worker", "group", "id_prefix", "json", "x"]), texts],
         "groups": [limit, st.sampled_from(["", "0123456789ab", "x"])],
+        "group_failed": [numbers, limit],
         "signature": [texts, texts],
     }
     if name == "enqueue_many":
@@ -172,7 +173,8 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
                      "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
-                     "register_worker", "unregister_worker", "search", "groups", "signature", "series")
+                     "register_worker", "unregister_worker", "search", "groups", "signature", "series",
+                     "group_failed")
     if name == "admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

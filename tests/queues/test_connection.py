@@ -98,3 +98,20 @@ def test_discovery_finds_a_queue_another_runtime_never_registered(any_mq: EchoMQ
     assert "foreign" not in any_mq.queues()
     assert "foreign" in any_mq.discover_queues()
     assert "foreign" in any_mq.queues()
+
+
+@pytest.mark.parametrize("version", ["6.2.14", "5.0.7", "", "x.y"])
+def test_a_server_older_than_redis_7_is_refused_with_the_reason(version: str) -> None:
+    from queues import UnsupportedServer
+    from queues.connection import check_version
+
+    with pytest.raises(UnsupportedServer, match="Redis 7.0 or newer"):
+        check_version({"redis_version": version})
+
+
+def test_redis_7_and_valkey_are_accepted_and_the_connection_checks_the_server(redis_url: str) -> None:
+    from queues.connection import check_version, connect
+
+    for version in ("7.0.0", "7.2.4", "8.0.1"):
+        check_version({"redis_version": version})
+    assert connect(redis_url).ping()

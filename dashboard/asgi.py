@@ -12,17 +12,25 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from dashboard.middleware import (  # noqa: E402
+    BodyLimit,
+    LoopbackOnlyWhileDebug,
+    WebsocketOriginValidator,
+    bound_daphne_requests,
+)
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 
-# Live pages: the session cookie says who is looking, Origin must be one of
-# ALLOWED_HOSTS. No channel layer: each process's follower feeds its own pages.
-application = ProtocolTypeRouter({
-    "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-})
+# Live pages: the session cookie says who is looking, and the Origin must be
+# one that Django's CSRF check trusts. No channel layer: each process's
+# follower feeds its own pages. Request bodies are bounded before Django reads
+# them (under daphne, before daphne stores them).
+bound_daphne_requests()
+application = LoopbackOnlyWhileDebug(ProtocolTypeRouter({
+    "http": BodyLimit(django_asgi_app),
+    "websocket": WebsocketOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+}))
 
 # Every server process offers to sweep lapsed leases; the sweeper lock lets one
 # at a time. Started in the background, so a Redis that is down cannot stop the

@@ -11,10 +11,15 @@ import asyncio
 import json
 import logging
 import time
+from importlib import import_module
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
+from channels.auth import get_user
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 
 from queues import EmqError, InvalidInput, validate_job_id, validate_queue_name
 from queues.follower import Follower, Subscription
@@ -26,6 +31,8 @@ from .services import redis_url
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S: Final = 0.25
+# How often an open socket asks again who its user is (a logout, a deactivation, a lost role).
+RECHECK_USER_S: Final = 2.0
 # Close codes the page's script explains (and htmx does not retry).
 NOT_LOGGED_IN: Final = 4401
 BAD_REQUEST: Final = 4400
@@ -43,11 +50,44 @@ async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] |
     return dict(parse_qsl(consumer.scope.get("query_string", b"").decode()))
 
 
+async def current_user(consumer: AsyncWebsocketConsumer) -> Any:
+    """Who the socket's session belongs to now, read afresh; also put in the scope for what follows.
+
+    Anonymous once the session was logged out or expired, the user was
+    deactivated or deleted, or the password changed (Django's session hash).
+    """
+    session = consumer.scope.get("session")
+    key = getattr(session, "session_key", None) if session is not None else None
+    if not key:
+        user: Any = AnonymousUser()
+    else:
+        store = await database_sync_to_async(import_module(settings.SESSION_ENGINE).SessionStore)(session_key=key)
+        user = await get_user({"session": store})
+    consumer.scope["user"] = user
+    return user
+
+
+def watch_user(consumer: AsyncWebsocketConsumer) -> asyncio.Task[None]:
+    """Re-reads the user every RECHECK_USER_S and closes the socket with 4401 once they are signed out."""
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(RECHECK_USER_S)
+            if not (await current_user(consumer)).is_authenticated:
+                await consumer.close(code=NOT_LOGGED_IN)
+                return
+
+    return asyncio.create_task(watch())
+
+
 class LiveConsumer(AsyncWebsocketConsumer):
     page: LivePage
     follower: Follower
     subscription: Subscription | None = None
     pusher: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
+    # What a client may send on this socket (the permission test asks for an entry per type): nothing.
+    MESSAGE_TYPES: Final[tuple[str, ...]] = ()
 
     def make_page(self, query: dict[str, str]) -> LivePage:
         raise NotImplementedError
@@ -64,8 +104,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.follower = await Follower.shared(redis_url())
         self.subscription = self.follower.subscribe(self.page.queues)
         self.pusher = asyncio.create_task(self._push())
+        self.watcher = watch_user(self)
 
     async def disconnect(self, code: int) -> None:
+        if self.watcher is not None:
+            self.watcher.cancel()
         if self.pusher is not None:
             self.pusher.cancel()
         if self.subscription is not None:

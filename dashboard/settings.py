@@ -1,17 +1,27 @@
-"""Settings come from the environment; see README.md, "Running it".
+"""Settings come from the environment; see README.md, "Settings" and "Running it for real".
 
 EMQ_DEMO=1 allows a generated SECRET_KEY and DEBUG for the local demo. Outside
-the demo the console refuses to start without SECRET_KEY, or with DEBUG on
-while ALLOWED_HOSTS names a non-local host.
+the demo the console refuses to start without a SECRET_KEY of at least 50
+characters, or with DEBUG on while ALLOWED_HOSTS names a non-local host; and
+whatever ALLOWED_HOSTS says, while DEBUG is on it answers only connections
+made to a loopback address (dashboard.middleware.LoopbackOnlyWhileDebug), so
+binding a debug server to 0.0.0.0 shows nobody else a traceback.
+
+Behind a TLS proxy, the variables named like Django's settings
+(SECURE_SSL_REDIRECT, SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE,
+SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD,
+SECURE_PROXY_SSL_HEADER) turn on what `manage.py check --deploy` asks for.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -21,19 +31,75 @@ def _flag(name: str, default: bool = False) -> bool:
     return os.environ.get(name, "1" if default else "0").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _number(name: str, default: float, *, minimum: float = 0) -> float:
+    text = os.environ.get(name, "").strip()
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {text!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g}, not {text!r}")
+    return value
+
+
+def _list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _proxy_ssl_header(text: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto,https`` (or Django's ``HTTP_X_FORWARDED_PROTO,https``) as Django wants it."""
+    if not text.strip():
+        return None
+    header, _, value = text.partition(",")
+    header, value = header.strip(), value.strip()
+    if not header or not value:
+        raise ImproperlyConfigured(f"SECURE_PROXY_SSL_HEADER must be 'Header-Name,value', not {text!r}")
+    meta = header.upper().replace("-", "_")
+    return (meta if meta.startswith("HTTP_") else f"HTTP_{meta}", value)
+
+
 DEMO = _flag("EMQ_DEMO")
 DEBUG = _flag("DEBUG")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+# Django's deployment check asks for this much; a short key can be guessed offline from any signed cookie.
+MIN_SECRET_KEY_LENGTH = 50
 if not SECRET_KEY:
     if not DEMO:
         raise ImproperlyConfigured("SECRET_KEY is required (set EMQ_DEMO=1 only for the local demo)")
     SECRET_KEY = secrets.token_urlsafe(50)
+elif not DEMO and (len(SECRET_KEY) < MIN_SECRET_KEY_LENGTH or len(set(SECRET_KEY)) < 5
+                   or SECRET_KEY.startswith("django-insecure-")):
+    raise ImproperlyConfigured(
+        f"SECRET_KEY must be at least {MIN_SECRET_KEY_LENGTH} random characters, not a few repeated "
+        f"(it has {len(SECRET_KEY)}, {len(set(SECRET_KEY))} different); "
+        "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1", ".localhost", "testserver"}
 if DEBUG and not DEMO and any(h not in _LOCAL_HOSTS for h in ALLOWED_HOSTS):
     raise ImproperlyConfigured("DEBUG must be off when ALLOWED_HOSTS names a non-local host")
-CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Also the origins a WebSocket may come from: one check for both (dashboard.middleware.websocket_origin_trusted).
+CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS")
+
+# Behind a TLS proxy (README, "Running it for real"); each is off unless set.
+SECURE_SSL_REDIRECT = _flag("SECURE_SSL_REDIRECT")
+SESSION_COOKIE_SECURE = _flag("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = _flag("CSRF_COOKIE_SECURE")
+SECURE_HSTS_SECONDS = int(_number("SECURE_HSTS_SECONDS", 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = _flag("SECURE_HSTS_PRELOAD")
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header(os.environ.get("SECURE_PROXY_SSL_HEADER", ""))
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+# Request bodies (dashboard.middleware): larger ones are answered 413 before
+# they are read, and a body that pauses longer than the timeout is cut (408).
+EMQ_MAX_BODY_BYTES = int(_number("EMQ_MAX_BODY_BYTES", 1024 * 1024, minimum=1024))
+EMQ_BODY_TIMEOUT_S = _number("EMQ_BODY_TIMEOUT_S", 10.0, minimum=0.1)
+# Django refuses more form fields than this with a 400 (its default is 1000).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+DATA_UPLOAD_MAX_MEMORY_SIZE = EMQ_MAX_BODY_BYTES
 
 EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL", "redis://127.0.0.1:6379/0")
 # Entries of a state one step of a console search looks at, at most (each step is also held to ~2 ms).
@@ -49,6 +115,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "axes",
+    "csp",
     "dashboard",
     "dashboard.orders",
     "dashboard.actions",
@@ -57,7 +125,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Below whitenoise: static files keep their cache headers, every page gets no-store.
+    "dashboard.middleware.NoStoreMiddleware",
+    "dashboard.middleware.HeadAsGetMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -65,6 +137,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -95,9 +169,34 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Channels' live-server tests run daphne in another process: it needs a file.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test-db.sqlite3")
 
+# createoperator and createviewer check passwords with these (the demo's own logins are exempt).
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+AUTHENTICATION_BACKENDS = [
+    # First, so that a locked-out user name or address is refused even with the right password.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes): after EMQ_LOGIN_FAILURE_LIMIT failed logins
+# for one user name, or from one client address, each within
+# EMQ_LOGIN_COOLOFF_MINUTES of the one before, every login for that name or
+# from that address is refused until the cool-off has passed; each refused
+# attempt is a row in the audit log. Behind a proxy, run daphne with
+# --proxy-headers so that the address is the client's, not the proxy's.
+AXES_FAILURE_LIMIT = int(_number("EMQ_LOGIN_FAILURE_LIMIT", 10, minimum=1))
+AXES_COOLOFF_TIME = timedelta(minutes=_number("EMQ_LOGIN_COOLOFF_MINUTES", 15, minimum=0.01))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Attempts during a lockout are refused and audited, but do not extend it.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_USERNAME_CALLABLE = "dashboard.middleware.login_username"
+AXES_VERBOSE = False
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -125,6 +224,29 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
+
+# Scripts, styles and images from the console itself only: no inline script,
+# handler or style, no eval; nothing may frame a page, forms post only here.
+# ("self" covers the page's own ws:// or wss:// origin for the live updates.)
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+# EMQ_CSP_REPORT_ONLY=1 reports violations in the browser's console instead of blocking them.
+if _flag("EMQ_CSP_REPORT_ONLY", default=True):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+else:
+    CONTENT_SECURITY_POLICY = _CSP
 
 LOGGING = {
     "version": 1,

@@ -34,9 +34,10 @@ def admission_call(command: PlaceOrder, *, actor: str = "") -> Any:
 
 
 def place_order(mq: EchoMQ, request: bytes | str | Mapping[str, Any], *,
-                config: GatewayConfig = DEFAULT_CONFIG) -> Placement:
+                config: GatewayConfig = DEFAULT_CONFIG, actor: str | None = None) -> Placement:
     """Raises :class:`~exchange.InvalidOrder` for a bad request and
     :class:`queues.Unavailable` when Redis cannot be reached (then nothing, or
-    the whole order, was written: retry with the same client order id)."""
+    the whole order, was written: retry with the same client order id).
+    ``actor`` (default: the client's) is who the order's history names as placing it."""
     command = parse_place(request, config=config)
-    return Placement(command, mq.run(admission_call(command, actor=mq.actor)))
+    return Placement(command, mq.run(admission_call(command, actor=mq.actor if actor is None else actor)))

@@ -21,6 +21,11 @@ def refusal(user: Any, queue: str | None = None) -> str | None:
         return VIEWER_REFUSAL
     if queue is None:
         return None
+    return grant_refusal(user, queue)
+
+
+def grant_refusal(user: Any, queue: str) -> str | None:
+    """Why ``user``'s queue grants leave ``queue`` out, or None (no grants: every queue)."""
     patterns = list(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
     if patterns and not any(fnmatchcase(queue, pattern) for pattern in patterns):
         return f"You may act on the queues {', '.join(sorted(patterns))} only, not on {queue}."

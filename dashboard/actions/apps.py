@@ -8,3 +8,10 @@ class ActionsConfig(AppConfig):
     label = "actions"
     verbose_name = "Operator actions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from axes.signals import user_locked_out
+
+        from .audit import record_lockout
+
+        user_locked_out.connect(record_lockout, dispatch_uid="console-audit-lockout")

@@ -3,7 +3,9 @@
 Progress is read from the run's audit row, so a page connected to any console
 process follows a run started by any other. The socket is only as strong as
 the HTTP views: it needs a session (the Origin is checked by the ASGI stack),
-and a cancel is refused to anyone who may not act on the run's queue.
+the user is read afresh for every cancel and every RECHECK_USER_S (a logout
+or deactivation closes the socket, a lost role hides the button), and a
+cancel is refused, and audited, to anyone who may not act on the run's queue.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 
-from dashboard.consumers import BAD_REQUEST, accept_signed_in
+from dashboard.consumers import BAD_REQUEST, NOT_LOGGED_IN, accept_signed_in, current_user, watch_user
 from queues import InvalidInput
 
 from . import access, services
@@ -29,6 +31,9 @@ PUSH_EVERY_S: Final = 0.25
 class RunConsumer(AsyncWebsocketConsumer):
     entry_id: int
     pusher: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
+    # What a client may send on this socket: {"action": "cancel"}.
+    MESSAGE_TYPES: Final[tuple[str, ...]] = ("cancel",)
 
     async def connect(self) -> None:
         query = await accept_signed_in(self)
@@ -40,8 +45,11 @@ class RunConsumer(AsyncWebsocketConsumer):
             return
         self.entry_id = int(text)
         self.pusher = asyncio.create_task(self._push())
+        self.watcher = watch_user(self)
 
     async def disconnect(self, code: int) -> None:
+        if self.watcher is not None:
+            self.watcher.cancel()
         if self.pusher is not None:
             self.pusher.cancel()
 
@@ -50,12 +58,18 @@ class RunConsumer(AsyncWebsocketConsumer):
             message: Any = json.loads(text_data or "")
         except ValueError:
             message = None
-        if not isinstance(message, dict) or message.get("action") != "cancel":
+        if not isinstance(message, dict) or message.get("action") not in self.MESSAGE_TYPES:
             await self._note("not understood: this socket only takes a cancel")
             return
+        user = await current_user(self)
+        if not user.is_authenticated:
+            await self.close(code=NOT_LOGGED_IN)
+            return
         try:
-            await database_sync_to_async(services.run_cancel)(user=self.scope["user"], entry_id=self.entry_id)
+            await database_sync_to_async(services.run_cancel)(user=user, entry_id=self.entry_id)
         except PermissionDenied as denied:
+            await database_sync_to_async(services.record_forbidden)(user=user, data={}, reason=str(denied),
+                                                                    run_id=self.entry_id)
             await self._note(f"refused: {denied}")
         except InvalidInput as error:
             await self._note(f"not done: {error}")

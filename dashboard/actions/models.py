@@ -1,4 +1,9 @@
-"""The audit log: every operator action, single or bulk, as one row, refusals included."""
+"""The audit log: every operator action, single or bulk, as one row, refusals included.
+
+A row holds only validated, bounded fields: ids, queue, action, the state
+and attempts the page showed, counts; its free text (``result``) is cut to
+RESULT_LIMIT characters, so no request can make a row large.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,17 @@ from django.utils import timezone
 
 # A run saves its progress every quarter second; a minute of silence means its process is gone.
 STALLED_AFTER: Final = timedelta(minutes=1)
+# The most characters of free text a row keeps; longer text ends with how much was cut.
+RESULT_LIMIT: Final = 1000
+NAME_LIMIT: Final = 150
+
+
+def bounded(text: str, limit: int = RESULT_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying so when it was."""
+    if len(text) <= limit:
+        return text
+    note = f"… ({len(text) - limit} more characters not kept)"
+    return text[:max(0, limit - len(note))] + note
 
 
 class AuditEntry(models.Model):
@@ -19,6 +35,7 @@ class AuditEntry(models.Model):
         SELECTION = "selection", "ticked jobs"
         QUEUE = "queue", "whole queue"
         SEARCH = "search", "jobs a search found"
+        ACCOUNT = "account", "an account"
 
     class Outcome(models.TextChoices):
         RUNNING = "running", "running"
@@ -40,6 +57,11 @@ class AuditEntry(models.Model):
         PURGE_FAILED = "purge_failed", "purge failed jobs"
         PAUSE = "pause", "pause the queue"
         RESUME = "resume", "resume the queue"
+        CANCEL_RUN = "cancel_run", "cancel a bulk run"
+        PLACE_ORDER = "place_order", "place an order"
+        LOGIN = "login", "log in"
+        # A refused request that named no action the console knows.
+        UNKNOWN = "unknown", "an unknown action"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -72,6 +94,12 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} {self.action} on {self.queue}: {self.outcome}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.result = bounded(self.result)
+        self.username = self.username[:NAME_LIMIT]
+        self.cancel_requested_by = self.cancel_requested_by[:NAME_LIMIT]
+        super().save(*args, **kwargs)
 
     @property
     def is_running(self) -> bool:

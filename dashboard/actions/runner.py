@@ -19,7 +19,7 @@ from django.utils import timezone
 from queues import EmqError
 
 from .bulk import Tally, drive
-from .models import AuditEntry
+from .models import AuditEntry, bounded
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _run(entry_id: int, steps: Iterator[Tally], stop: threading.Event) -> None:
               result=f"{verb} {end.seconds:.1f} s: {end.tally.describe()}")
     except EmqError as error:
         _save(entry_id, last, outcome=AuditEntry.Outcome.ERROR, finished_at=timezone.now(),
-              result=f"stopped by an error after {last.describe()}: {error}")
+              result=bounded(f"stopped by an error after {last.describe()}: {error}"))
     except Exception as error:
         log.exception("bulk run %s failed", entry_id)
         _save(entry_id, last, outcome=AuditEntry.Outcome.ERROR, finished_at=timezone.now(),

@@ -12,13 +12,13 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from dashboard.services import emq
-from queues import InvalidInput, Refused, Unavailable, validate_queue_name
+from queues import InvalidInput, Refused, Unavailable
 from queues import moves as queue_moves
 from queues.search import Query
 
 from . import access, runner
-from .bulk import (DEFAULT_LIMIT, MAX_SELECTION, QUEUE_ACTIONS, Selected, queue_steps, search_steps,
-                   selection_steps)
+from .audit import record_refused as record_refused  # the views record refusals through here
+from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, search_steps, selection_steps
 from .models import AuditEntry
 
 JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
@@ -29,37 +29,9 @@ def actor_for(user: Any) -> str:
     return f"console:{user.get_username()}"
 
 
-def record_forbidden(*, user: Any, data: Any, reason: str) -> AuditEntry | None:
+def record_forbidden(*, user: Any, data: Any, reason: str, run_id: int | None = None) -> AuditEntry | None:
     """Writes a refusal by role into the log: who tried which action on which queue, and why not."""
-    return record_refused(user=user, data=data, result=f"forbidden: {reason}")
-
-
-def record_refused(*, user: Any, data: Any, result: str) -> AuditEntry | None:
-    """Writes a refused request into the log (by role, or for a confirmation that does not hold).
-
-    Only what the request names plainly is kept (a known action, a valid
-    queue name); a request naming neither is refused without a row.
-    """
-    action = data.get("move") or data.get("action") or ""
-    queue = data.get("q", "")
-    if not user.is_authenticated or action not in AuditEntry.Action.values:
-        return None
-    try:
-        validate_queue_name(queue)
-    except InvalidInput:
-        return None
-    job_ids = data.getlist("job") if hasattr(data, "getlist") else []
-    if data.get("id"):
-        scope, jobs = AuditEntry.Scope.JOB, [{"id": data.get("id", ""), "state": data.get("state", ""),
-                                              "attempts": data.get("attempts", "")}]
-    elif job_ids:
-        scope, jobs = AuditEntry.Scope.SELECTION, [{"ticked": text} for text in job_ids[:MAX_SELECTION]]
-    else:
-        scope, jobs = AuditEntry.Scope.QUEUE, []
-    now = timezone.now()
-    return AuditEntry.objects.create(
-        user=user, username=user.get_username(), queue=queue, action=action, scope=scope, jobs=jobs,
-        outcome=AuditEntry.Outcome.REFUSED, result=result, finished_at=now, updated_at=now)
+    return record_refused(user=user, data=data, result=f"forbidden: {reason}", run_id=run_id)
 
 
 def check_access(*, user: Any, queue: str) -> None:

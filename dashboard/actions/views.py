@@ -43,7 +43,8 @@ def _page_or_fragment(request: HttpRequest, fragment: str, context: dict[str, An
 
 def forbidden(request: HttpRequest, reason: str) -> HttpResponse:
     if request.method == "POST":
-        services.record_forbidden(user=request.user, data=request.POST, reason=reason)
+        run_id = request.resolver_match.kwargs.get("pk") if request.resolver_match else None
+        services.record_forbidden(user=request.user, data=request.POST, reason=reason, run_id=run_id)
     return _page_or_fragment(request, "dashboard/actions/forbidden.html", {"reason": reason}, status=403)
 
 

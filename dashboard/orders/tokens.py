@@ -25,11 +25,17 @@ def api_token_create(*, user: AbstractBaseUser, name: str) -> str:
     return secret
 
 
-def api_token_user(secret: str) -> AbstractBaseUser | None:
-    """The active user a token belongs to, or None for an unknown token."""
+def api_token_find(secret: str) -> ApiToken | None:
+    """The token a secret names, when its user is active; None for an unknown token."""
     if not secret.startswith(PREFIX) or len(secret) > 200:
         return None
     token = ApiToken.objects.select_related("user").filter(digest=_digest(secret)).first()
     if token is None or not token.user.is_active:
         return None
-    return token.user
+    return token
+
+
+def api_token_user(secret: str) -> AbstractBaseUser | None:
+    """The active user a token belongs to, or None for an unknown token."""
+    token = api_token_find(secret)
+    return token.user if token is not None else None

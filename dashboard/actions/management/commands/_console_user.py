@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -17,23 +18,25 @@ from dashboard.roles import user_create
 
 
 class ConsoleUserCommand(BaseCommand):
+    """The password is asked for on a terminal, or read from $EMQ_PASSWORD; never from the command line,
+    where it would stay in the shell's history and show in the process list."""
+
     role: str
     what: str
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--password", help="the password (else $EMQ_PASSWORD, else asked for on a terminal)")
 
-    def password(self, options: dict[str, Any]) -> str:
-        password = options.get("password") or os.environ.get("EMQ_PASSWORD", "")
+    def password(self, username: str) -> str:
+        password = os.environ.get("EMQ_PASSWORD", "")
         if not password and sys.stdin.isatty():
             password = getpass.getpass("Password: ")
             if password != getpass.getpass("Password (again): "):
                 raise CommandError("the two passwords differ")
         if not password:
-            raise CommandError("give a password: --password, $EMQ_PASSWORD, or run it on a terminal")
+            raise CommandError("give a password: run it on a terminal to be asked, or set EMQ_PASSWORD")
         try:
-            validate_password(password)
+            validate_password(password, user=User(username=username))
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
         return password
@@ -42,7 +45,7 @@ class ConsoleUserCommand(BaseCommand):
         username = options["username"].strip()
         if not username:
             raise CommandError("the username must not be empty")
-        password = self.password(options)
+        password = self.password(username)
         with transaction.atomic():
             user = user_create(username=username, password=password, role=self.role)
             QueueGrant.objects.filter(user=user).delete()

@@ -243,7 +243,7 @@ _CSP = {
     },
 }
 # EMQ_CSP_REPORT_ONLY=1 reports violations in the browser's console instead of blocking them.
-if _flag("EMQ_CSP_REPORT_ONLY", default=True):
+if _flag("EMQ_CSP_REPORT_ONLY"):
     CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
 else:
     CONTENT_SECURITY_POLICY = _CSP

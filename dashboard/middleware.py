@@ -138,7 +138,7 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-def _is_loopback(address: object) -> bool:
+def is_loopback(address: object) -> bool:
     if not isinstance(address, (list, tuple)) or not address:
         return address is None  # a Unix socket: only this machine can connect
     host = str(address[0]).strip("[]")
@@ -164,7 +164,7 @@ class LoopbackOnlyWhileDebug:
         self.warned = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not settings.DEBUG or scope["type"] not in {"http", "websocket"} or _is_loopback(scope.get("server")):
+        if not settings.DEBUG or scope["type"] not in {"http", "websocket"} or is_loopback(scope.get("server")):
             await self.app(scope, receive, send)
             return
         if not self.warned:

@@ -134,8 +134,8 @@ def mq(console: Console) -> Iterator[EchoMQ]:
 
 
 def create_operator(console: Console, username: str, password: str) -> None:
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", username, "--password", password],
-                   env=console.env, cwd=ROOT, check=True, timeout=60, capture_output=True)
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", username],
+                   env={**console.env, "EMQ_PASSWORD": password}, cwd=ROOT, check=True, timeout=60, capture_output=True)
 
 
 @pytest.fixture(scope="session")

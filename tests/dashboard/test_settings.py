@@ -89,3 +89,13 @@ def test_the_environment_names_the_settings_django_reads() -> None:
     assert _setting(PRODUCTION, "SESSION_COOKIE_SECURE") == "True"
     assert _setting({"SECRET_KEY": KEY}, "SESSION_COOKIE_SECURE") == "False"
     assert _setting({"SECRET_KEY": KEY, "EMQ_MAX_BODY_BYTES": "4096"}, "EMQ_MAX_BODY_BYTES") == "4096"
+
+
+def test_the_demo_refuses_to_serve_debug_pages_beyond_loopback(settings: object, db: None) -> None:
+    from django.core.management import CommandError, call_command
+
+    settings.DEBUG = True  # type: ignore[attr-defined]
+
+    with pytest.raises(CommandError, match="DEBUG=0"):
+        call_command("demo", addr="0.0.0.0")
+

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.middleware import is_loopback
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from exchange import InvalidOrder, place_order
 from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, EmqError
@@ -99,6 +100,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="seed and run the workers, but do not serve")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if settings.DEBUG and not options["no_serve"] and not is_loopback((options["addr"], options["port"])):
+            # The console would refuse every connection anyway (DEBUG answers loopback only): say so at once.
+            raise CommandError(f"DEBUG shows settings and tracebacks: it is for 127.0.0.1 only. To serve the demo "
+                               f"on {options['addr']}, run it with DEBUG=0 (DEBUG=0 ./dev demo --addr ...)")
         url = settings.EMQ_REDIS_URL
         for username, password, role in LOGINS:
             user_create(username=username, password=password, role=role)

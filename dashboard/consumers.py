@@ -86,8 +86,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
     subscription: Subscription | None = None
     pusher: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None
-    # What a client may send on this socket (the permission test asks for an entry per type): nothing.
-    MESSAGE_TYPES: Final[tuple[str, ...]] = ()
+    # What a page may say on this socket, by its key (the permission test wants an entry for each).
+    MESSAGE_TYPES: tuple[str, ...] = ()
 
     def make_page(self, query: dict[str, str]) -> LivePage:
         raise NotImplementedError
@@ -154,11 +154,15 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
 
 class OverviewConsumer(LiveConsumer):
+    MESSAGE_TYPES = ("filter",)
+
     def make_page(self, query: dict[str, str]) -> LivePage:
         return OverviewPage(query.get("filter", ""))
 
 
 class QueueConsumer(LiveConsumer):
+    MESSAGE_TYPES = ("shown",)
+
     def make_page(self, query: dict[str, str]) -> LivePage:
         name = validate_queue_name(query.get("q", ""))
         return QueuePage(presenters.Window.from_query(name, query))

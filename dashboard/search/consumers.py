@@ -45,6 +45,8 @@ def limits() -> Limits:
 
 
 class SearchConsumer(AsyncWebsocketConsumer):
+    # What a client may send on this socket: {"action": "cancel"} (Stop).
+    MESSAGE_TYPES: Final[tuple[str, ...]] = ("cancel",)
     token: str
     search_request: SearchRequest
     engine: Search | None = None

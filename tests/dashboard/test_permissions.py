@@ -115,6 +115,8 @@ VIEWS: dict[str, Entry] = {
     "readyz": page("/readyz", get=every(200)),
     "metrics": page("/metrics", get=every(401)),  # a token or an allowed address, never a session
     "search/": page("/search/", "q={q}&state=failed&id_prefix=a"),
+    "actions/pause/": action("/actions/pause/", {"q": "{q}", "action": "pause", "reason": "deploy"}),
+    "workers/": page("/workers/"),
     "actions/search/": action("/actions/search/", {"q": "{q}", "move": "retry", "state": "failed", "id_prefix": "a"}),
     # The JSON API: a session (CSRF-checked) or a token; anonymous callers get 401, not a login page.
     "api/": Entry("/api/", {}, other=every(404)),
@@ -133,6 +135,8 @@ VIEWS: dict[str, Entry] = {
     # One ticked job is not a large action: it runs without a confirmation.
     "api/queue/selection": Entry("/api/queue/selection", {"POST": (401, 403, 202, 403, 202)}, json_body={
         "queue": "{q}", "move": "retry", "jobs": [{"id": "a", "state": "failed", "attempts": "1"}]}),
+    "api/queue/pause": Entry("/api/queue/pause", {"POST": API_ASK}, json_body={"queue": "{q}", "reason": "deploy"}),
+    "api/queue/resume": Entry("/api/queue/resume", {"POST": API_ASK}, json_body={"queue": "{q}"}),
     "api/runs/<run_id>/cancel": Entry("/api/runs/{run}/cancel", {"POST": API_ACT}),
     "admin/login/": Entry("/admin/login/", {"GET": every(200), "HEAD": every(200), "POST": every(200), "PUT": every(200),
                                             "OPTIONS": every(200)}, form={"username": "nobody", "password": ""}),

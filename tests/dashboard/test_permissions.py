@@ -117,6 +117,7 @@ VIEWS: dict[str, Entry] = {
     "search/": page("/search/", "q={q}&state=failed&id_prefix=a"),
     "actions/pause/": action("/actions/pause/", {"q": "{q}", "action": "pause", "reason": "deploy"}),
     "workers/": page("/workers/"),
+    "failures/": page("/failures/", "q={q}"),
     "actions/search/": action("/actions/search/", {"q": "{q}", "move": "retry", "state": "failed", "id_prefix": "a"}),
     # The JSON API: a session (CSRF-checked) or a token; anonymous callers get 401, not a login page.
     "api/": Entry("/api/", {}, other=every(404)),

@@ -27,7 +27,7 @@ from queues import EmqError, InvalidInput
 from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
 from ..actions import access
-from ..consumers import BAD_REQUEST, accept_signed_in
+from ..consumers import BAD_REQUEST, accept_signed_in, watch_user
 from ..services import emq, read
 from .items import match_messages
 from .requests import SearchRequest, count_token, valid_run_token
@@ -51,6 +51,7 @@ class SearchConsumer(AsyncWebsocketConsumer):
     search_request: SearchRequest
     engine: Search | None = None
     task: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         params = await accept_signed_in(self)
@@ -66,8 +67,12 @@ class SearchConsumer(AsyncWebsocketConsumer):
             return
         self.token = params["run"]
         self.task = asyncio.create_task(self._run())
+        # A logout or deactivation ends the search within seconds (the socket closes with 4401).
+        self.watcher = watch_user(self)
 
     async def disconnect(self, code: int) -> None:
+        if self.watcher is not None:
+            self.watcher.cancel()
         if self.engine is not None:
             self.engine.stop("the page was closed")
         if self.task is not None:

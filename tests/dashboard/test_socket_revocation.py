@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -17,6 +19,7 @@ from dashboard.asgi import application
 from dashboard.roles import OPERATORS, VIEWERS, ensure_roles, user_create
 from queues import EchoMQ
 from queues.follower import Follower
+from queues.search import Search
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,11 +73,29 @@ def _change_password(user: User) -> None:
     user.save()
 
 
+@pytest.fixture
+def held_search(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every search stops after its first step until the test ends: still running whenever the user goes."""
+    gate = threading.Event()
+    steps = Search.steps
+
+    def held(self: Search, mq: Any) -> Iterator[Any]:
+        for step in steps(self, mq):
+            yield step
+            gate.wait(60)
+
+    monkeypatch.setattr(Search, "steps", held)
+    yield
+    gate.set()
+
+
 @pytest.mark.parametrize("revoke", [_log_out, _deactivate, _change_password],
                          ids=["logged out", "deactivated", "password changed"])
-@pytest.mark.parametrize("path", ["/ws/overview/", "/ws/queue/?q=mail"])
+@pytest.mark.parametrize("path", ["/ws/overview/", "/ws/queue/?q=mail", "/ws/job/?q=mail&id=a",
+                                  "/ws/search/?run=0123456789ab&q=mail&state=failed&id_prefix=a"])
 async def test_a_live_page_socket_closes_within_5_s_of_losing_its_user(console_mq: EchoMQ, stop_followers: None,
-                                                                       path: str, revoke: object) -> None:
+                                                                       held_search: None, path: str,
+                                                                       revoke: object) -> None:
     viewer = await sync_to_async(user_create)(username="vera", password="vera-password", role=VIEWERS)
     session = await sync_to_async(_session)(viewer)
     communicator = await _open(path, session)

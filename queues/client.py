@@ -467,6 +467,13 @@ class EchoMQ(_Moves):
         self._last_queues = names
         return names
 
+    def key_count(self) -> int:
+        """How many keys the Redis (every master of a cluster) holds, of any owner: DBSIZE, O(1)."""
+        try:
+            return int(self.redis.dbsize())
+        except _UNREACHABLE as error:
+            raise Unavailable(f"redis unreachable: {error}") from error
+
     def known_queues(self) -> KnownQueues:
         """The registered queues or, when the registry cannot be read, the list this client read last.
 

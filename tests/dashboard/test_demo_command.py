@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from django.test import Client
 
 from dashboard.management.commands.demo import FOREIGN_JOBS, QUEUES, Command
 from queues import EchoMQ
+from tests.support.keyspace import keyspace_dump
 
 
 def test_the_seed_fills_every_demo_queue_places_orders_and_writes_odd_jobs(console_mq: EchoMQ) -> None:
@@ -31,3 +33,15 @@ def test_the_odd_jobs_show_their_warnings_and_the_xss_payload_stays_inert(
     assert xss.status_code == 200 and listing.status_code == 200
     assert "<img src=x" not in xss.content.decode() + listing.content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;" in xss.content.decode()
+
+
+def test_the_demo_refuses_a_redis_that_holds_keys_and_writes_nothing(console_mq: EchoMQ, db: None) -> None:
+    from django.core.management import CommandError, call_command
+
+    console_mq.redis.set("someone:else", "x")
+    before = keyspace_dump(console_mq.redis)  # type: ignore[arg-type]
+
+    with pytest.raises(CommandError, match="already holds 1 keys.*--force"):
+        call_command("demo", "--no-serve")
+
+    assert keyspace_dump(console_mq.redis) == before  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -91,6 +92,16 @@ def _handler(queue: DemoQueue) -> Any:
     return handle
 
 
+def _safe(url: str) -> str:
+    """The URL without its password, as it may be printed."""
+    parts = urlsplit(url)
+    if parts.password:
+        host = parts.hostname or ""
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
 class Command(BaseCommand):
     help = "Seed demo queues, run demo workers, and serve the console with daphne."
 
@@ -98,6 +109,8 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-serve", action="store_true", help="seed and run the workers, but do not serve")
+        parser.add_argument("--force", action="store_true",
+                            help="run on a Redis that already holds keys (its demo workers move jobs in it)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.DEBUG and not options["no_serve"] and not is_loopback((options["addr"], options["port"])):
@@ -105,9 +118,19 @@ class Command(BaseCommand):
             raise CommandError(f"DEBUG shows settings and tracebacks: it is for 127.0.0.1 only. To serve the demo "
                                f"on {options['addr']}, run it with DEBUG=0 (DEBUG=0 ./dev demo --addr ...)")
         url = settings.EMQ_REDIS_URL
+        mq = EchoMQ.from_url(url, actor="demo-seed")
+        try:
+            held = mq.key_count()
+        except EmqError as error:
+            raise CommandError(f"the demo cannot reach the Redis at {_safe(url)}: {error}") from None
+        if held and not options["force"]:
+            raise CommandError(
+                f"refused: the Redis at {_safe(url)} already holds {held} keys. The demo writes demo queues there "
+                "and runs workers that complete, fail and recover jobs in queues named emails, reports, orders and "
+                "more, so it only starts on an empty Redis. Run ./dev demo without --redis-url (and without "
+                "EMQ_REDIS_URL) for a private redis-server of its own, or add --force to use this one anyway.")
         for username, password, role in LOGINS:
             user_create(username=username, password=password, role=role)
-        mq = EchoMQ.from_url(url, actor="demo-seed")
         self._seed(mq)
         stop = threading.Event()
         thread = threading.Thread(target=lambda: asyncio.run(self._work(url, stop)), name="demo-workers", daemon=True)
@@ -117,7 +140,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"EchoMQ console: {address}"))
         for username, password, role in LOGINS:
             self.stdout.write(f"  log in as {username} / {password}  ({role})")
-        self.stdout.write(f"  Redis: {url}   (Ctrl-C stops the console and the demo workers)")
+        self.stdout.write(f"  Redis: {_safe(url)}   (Ctrl-C stops the console and the demo workers)")
         try:
             if options["no_serve"]:
                 thread.join()

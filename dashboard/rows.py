@@ -43,13 +43,10 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
     out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{escape(row.name)}</a>{paused}</td>']
     if s is not None:
         failed, active, done = s.counts["failed"], s.counts["active"], s.counts["done"]
-        # data-label names a number when a narrow screen shows the row as a card, without its header.
-        out.append(f'<td class="num pending" data-label="due">{s.due}</td>'
-                   f'<td class="num delayed" data-label="delayed">{s.delayed}</td>'
-                   f'<td class="num active" data-label="active">{active}</td>'
-                   f'<td class="num lapsed{" hot" if s.lapsed else ""}" data-label="lapsed">{s.lapsed}</td>'
-                   f'<td class="num done" data-label="done">{done}</td>'
-                   f'<td class="num failed{" warm" if failed else ""}" data-label="failed">{failed}</td>')
+        out.append(f'<td class="num pending">{s.due}</td><td class="num delayed">{s.delayed}</td>'
+                   f'<td class="num active">{active}</td>'
+                   f'<td class="num lapsed{" hot" if s.lapsed else ""}">{s.lapsed}</td>'
+                   f'<td class="num done">{done}</td><td class="num failed{" warm" if failed else ""}">{failed}</td>')
         if s.oldest_due_ms is not None:
             out.append(f'<td><span data-since="{s.oldest_due_ms}">{duration(s.oldest_due_age_ms)} ago</span></td>')
         else:

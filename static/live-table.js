@@ -180,11 +180,60 @@
     if (!button) return;
     e.preventDefault();
     e.stopImmediatePropagation();
-    const row = button.closest("tr[data-job]");
+    const holder = button.closest("[data-moved-on]");
+    const form = button.closest("form");
+    const id = form && form.querySelector("input[name=id]") ? form.querySelector("input[name=id]").value : "";
     const what = button.textContent.trim().toLowerCase();
-    refuse(row ? "refused, not sent: " + what + " on job " + row.dataset.job + ", which is " + row.dataset.movedOn +
-      " since this row was drawn" : "refused, not sent: this button is out of date");
+    const drawn = holder && holder.matches("tr") ? "this row" : "this page";
+    refuse(holder ? "refused, not sent: " + what + " on job " + id + ", which is " + holder.dataset.movedOn +
+      " since " + drawn + " was drawn" : "refused, not sent: this button is out of date");
   }, true);
+
+  // --- the job page: its buttons hold still under the pointer too ------
+  let waitingCore = null;
+  const coreBusy = () => {
+    const actions = document.getElementById("job-actions");
+    return !!actions && (actions.matches(":hover") || actions.contains(document.activeElement) ||
+      document.querySelector("dialog.confirm-dialog[open]") !== null);
+  };
+  const skipActions = { beforeNodeMorphed: (node) => !(node instanceof Element && node.id === "job-actions") };
+  const applyCore = (incoming) => {
+    const current = document.getElementById("job-core");
+    if (!current || !incoming) return;
+    Idiomorph.morph(current, incoming, { morphStyle: "outerHTML" });
+    waitingCore = null;
+    htmx.process(document.getElementById("job-core"));
+  };
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    if (!e.detail.target || e.detail.target.id !== "job-core") return;
+    const incoming = e.detail.fragment.firstElementChild;
+    if (!incoming) return;
+    e.detail.shouldSwap = false;
+    if (!coreBusy()) { applyCore(incoming); return; }
+    const current = e.detail.target;
+    waitingCore = incoming.cloneNode(true);
+    const stamp = incoming.querySelector("#job-actions");
+    if (stamp) stamp.replaceWith(document.getElementById("job-actions").cloneNode(true));
+    Idiomorph.morph(current, incoming, { morphStyle: "outerHTML", callbacks: skipActions });
+    const now = document.getElementById("job-core");
+    const actions = document.getElementById("job-actions");
+    const shown = actions.querySelector("form.job-actions");
+    if (!shown) return;
+    const state = shown.querySelector("input[name=state]").value, attempts = shown.querySelector("input[name=attempts]").value;
+    if (now.dataset.state !== state || now.dataset.attempts !== attempts) {
+      const text = now.dataset.state ? movedText(now.dataset.state, now.dataset.attempts) : "now gone";
+      let span = actions.querySelector(".row-note");
+      // After the buttons, not before them: no button moves.
+      if (!span) { span = document.createElement("span"); span.className = "row-note"; actions.append(span); }
+      span.textContent = text;
+      actions.dataset.movedOn = text;
+      for (const button of actions.querySelectorAll("button")) button.setAttribute("aria-disabled", "true");
+    }
+  });
+  const maybeApplyCore = () => setTimeout(() => { if (waitingCore && !coreBusy()) applyCore(waitingCore); }, 0);
+  document.addEventListener("pointerout", maybeApplyCore);
+  document.addEventListener("focusout", maybeApplyCore);
+  document.addEventListener("close", maybeApplyCore, true);
 
   // --- ticks: select all shown ------------------------------------------
   const syncPickAll = () => {

@@ -131,4 +131,7 @@ def test_the_demo_started_twice_runs_twice_each_on_a_private_redis_it_stops_when
         first.stop()
         second.stop()
 
+    deadline = time.monotonic() + 30
+    while (answers(first.redis_url) or answers(second.redis_url)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not answers(first.redis_url) and not answers(second.redis_url)

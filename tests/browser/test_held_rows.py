@@ -86,10 +86,11 @@ def wait_until_live(page: Page) -> None:
     page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0", timeout=10_000)
 
 
-def audit_rows(console: Console) -> list[tuple[str, str, list[dict[str, str]], str, str]]:
+def audit_rows(console: Console, queue: str) -> list[tuple[str, str, list[dict[str, str]], str, str]]:
     path = console.env["DATABASE_URL"].removeprefix("sqlite:///")
     with sqlite3.connect(path) as db:
-        rows = db.execute("select username, action, jobs, outcome, result from actions_auditentry").fetchall()
+        rows = db.execute("select username, action, jobs, outcome, result from actions_auditentry where queue = ?",
+                          (queue,)).fetchall()
     return [(u, a, json.loads(j), o, r) for u, a, j, o, r in rows]
 
 
@@ -197,7 +198,7 @@ def test_200_human_paced_presses_under_live_traffic_act_on_the_aimed_job_or_are_
     traffic.stop.set()
     other.close()
     rate = traffic.rate
-    audited = [row for row in audit_rows(console) if row[0] == "otto" and row[1] == "retry"]
+    audited = [row for row in audit_rows(console, "aim") if row[0] == "otto"]
     on_other_jobs = [row for row in audited if row[2][0]["id"] not in pressed]
     print(f"\n200 presses at {rate:.0f} moves/s (load {open('/proc/loadavg').read().split()[0]}): {dict(outcomes)}; "
           f"{len(audited)} retries in the audit log, {len(on_other_jobs)} on a job not aimed at; the table was let go "
@@ -207,7 +208,7 @@ def test_200_human_paced_presses_under_live_traffic_act_on_the_aimed_job_or_are_
     assert sum(n for kind, n in outcomes.items() if not kind.startswith("other")) == 200, outcomes
     assert on_other_jobs == []
     assert {row[2][0]["id"] for row in audited} <= set(pressed)
-    assert all(row[4].startswith(("retried: job", "refused: job")) for row in audited)
+    assert all(row[1] == "retry" and row[4].startswith(("retried: job", "refused: job")) for row in audited)
 
 
 def test_tab_and_j_k_reach_every_row_and_focus_stays_while_updates_arrive(operator_page: Page, console: Console,
@@ -256,3 +257,28 @@ def test_select_all_ticks_every_row_shown(operator_page: Page, console: Console,
         expect(page.locator(f"#pick-{dom_id('j', job_id)}")).to_be_checked()
     page.locator("#selection-form button[value=retry]").click()
     expect(page.locator(".run-progress").first).to_contain_text("4 moved", timeout=10_000)
+
+
+def test_the_job_pages_buttons_hold_still_under_the_pointer(operator_page: Page, console: Console,
+                                                           mq: EchoMQ) -> None:
+    page = operator_page
+    [job_id] = failed_jobs(mq, "hold-job", 1)
+    page.goto(console.url + f"job/?q=hold-job&id={job_id}")
+    wait_until_live(page)
+    retry = page.locator("#job-actions button[value=retry]")
+    where = retry.bounding_box()
+    retry.hover()
+
+    mq.retry("hold-job", job_id)
+
+    expect(page.locator("#job-actions .row-note")).to_have_text("now pending, attempts 1", timeout=10_000)
+    expect(page.locator("#job-core .badge.big").first).to_have_text("pending")
+    assert retry.bounding_box() == where
+    page.mouse.click(where["x"] + where["width"] / 2, where["y"] + where["height"] / 2)  # type: ignore[index]
+    expect(page.locator("#action-results .action-result").first).to_have_text(
+        f"refused, not sent: retry on job {job_id}, which is now pending, attempts 1 since this page was drawn")
+    assert mq.job("hold-job", job_id).state == "pending"
+
+    page.mouse.click(5, 5)
+    expect(page.locator("#job-actions button[value=cancel]")).to_be_visible()
+    expect(page.locator("#job-actions button[value=retry]")).to_have_count(0)

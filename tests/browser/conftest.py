@@ -133,6 +133,16 @@ def mq(console: Console) -> Iterator[EchoMQ]:
     client.close()
 
 
+def wait_until_live(page: Page, timeout_ms: float = 20_000) -> None:
+    """The page's WebSocket has delivered its first fragments (the clock then carries the server time).
+
+    An arrow function, not an expression: under the console's CSP (no
+    'unsafe-eval') Playwright cannot poll a string expression.
+    """
+    page.wait_for_function("() => Number(document.getElementById('server-clock')?.dataset.now) > 0"
+                           " && !!document.querySelector('[ws-connect]')", timeout=timeout_ms)
+
+
 def create_operator(console: Console, username: str, password: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", username],
                    env={**console.env, "EMQ_PASSWORD": password}, cwd=ROOT, check=True, timeout=60, capture_output=True)

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, create_operator, logged_in
+from tests.browser.conftest import Console, create_operator, logged_in, wait_until_live
 from tests.support.jobs import done_jobs, failed_jobs
 from tests.support.keyspace import keyspace_dump
 
@@ -98,10 +98,6 @@ CASES = [
          lambda q, ids: f"Cancel 2 jobs ticked in {q}?",
          lambda mq, q, ids: _counts(mq, q) == {"pending": 1, "active": 0, "done": 0, "failed": 2}),
 ]
-
-
-def wait_until_live(page: Page) -> None:
-    page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0", timeout=10_000)
 
 
 def confirmation_fields(page: Page) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, logged_in
+from tests.browser.conftest import Console, logged_in, wait_until_live
 from tests.support.jobs import done_jobs, failed_jobs
 
 pytestmark = pytest.mark.browser
@@ -125,7 +125,7 @@ def test_results_confirmations_refusals_and_moved_on_rows_meet_aa(operator_page:
     queue = f"contrast-acts-{scheme}"
     ids = failed_jobs(mq, queue, 4)
     page.goto(console.url + f"queue/?q={queue}&state=failed")
-    page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0")
+    wait_until_live(page)
     checks: dict[str, list[dict[str, Any]]] = {}
 
     def check(what: str, step: Callable[[], None]) -> None:

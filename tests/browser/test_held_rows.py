@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
-from tests.browser.conftest import Console
+from tests.browser.conftest import Console, wait_until_live
 from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.browser
@@ -80,10 +80,6 @@ def traffic(console: Console) -> Iterator[Traffic]:
 
 def start(traffic: Traffic) -> None:
     threading.Thread(target=traffic.run, daemon=True).start()
-
-
-def wait_until_live(page: Page) -> None:
-    page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0", timeout=10_000)
 
 
 def audit_rows(console: Console, queue: str) -> list[tuple[str, str, list[dict[str, str]], str, str]]:

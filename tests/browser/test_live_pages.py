@@ -10,14 +10,10 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console
+from tests.browser.conftest import Console, wait_until_live
 from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.browser
-
-
-def wait_until_live(page: Page) -> None:
-    page.wait_for_function("Number(document.getElementById('server-clock').dataset.now) > 0", timeout=10_000)
 
 
 def shown_queues(page: Page) -> list[str]:
@@ -71,7 +67,7 @@ def test_a_finished_runs_socket_closing_raises_no_disconnect_banner(operator_pag
     page.locator("button[value=retry_all]").click()
     page.locator("dialog.confirm-dialog button.danger").click()
     expect(page.locator(".run-progress").first).to_contain_text("finished", timeout=10_000)
-    page.wait_for_function("window.closedSockets.includes(1000)", timeout=10_000)
+    page.wait_for_function("() => window.closedSockets.includes(1000)", timeout=10_000)
 
     expect(page.locator("#live-status")).to_be_hidden()
 
@@ -98,7 +94,7 @@ def test_the_banner_shows_while_the_pages_socket_is_gone_and_clears_when_it_is_b
 
     cut["on"] = True
     sockets[-1].close(code=1012, reason="the console restarts")
-    expect(banner).to_be_visible(timeout=5000)
+    expect(banner).to_be_visible(timeout=15_000)
     expect(banner).to_contain_text("disconnected")
 
     cut["on"] = False

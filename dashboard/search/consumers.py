@@ -137,25 +137,32 @@ class SearchConsumer(AsyncWebsocketConsumer):
                 flushed_at = now
             if step is None:
                 break
-        if request.queue:
-            await self.send(text_data=await self._act())
+        await self.send(text_data=await self._act())
         await self.close(code=1000)
 
     async def _act(self) -> str:
-        """The act buttons for a finished search of one queue, for someone who may act on it."""
+        """The act buttons of a finished search: per queue that matched and that the user may act on, the moves
+        of its state with that queue's count (each asks first, and runs as its own audited bulk run)."""
         engine, request, user = self.engine, self.search_request, self.scope["user"]
         assert engine is not None
-        act: dict[str, Any] | None = None
+        acts: list[dict[str, Any]] = []
         note = ""
         if engine.stopped:
             note = "The search did not run to its end, so there is no count to act on: search again to the end."
         elif not engine.matched:
             note = "Nothing matched: nothing to act on."
-        elif await database_sync_to_async(access.may_act)(user, request.queue):
-            act = {"params": list(request.params().items()),
-                   "counted": count_token(request, count=engine.matched, user_id=user.pk),
-                   "moves": [m for m, states in MATCH_MOVES.items() if request.query.state in states]}
-        return render_to_string("dashboard/search/_act.html", self._context(final=True, act=act, act_note=note))
+        else:
+            moves = [m for m, states in MATCH_MOVES.items() if request.query.state in states]
+            for progress in engine.progress:
+                if not progress.matched or not await database_sync_to_async(access.may_act)(user, progress.queue):
+                    continue
+                one = SearchRequest(request.query, progress.queue)
+                acts.append({"queue": progress.queue, "count": progress.matched, "params": list(one.params().items()),
+                             "counted": count_token(one, count=progress.matched, user_id=user.pk), "moves": moves})
+            if not acts:
+                note = "You may not act on the queues where it matched."
+        return render_to_string("dashboard/search/_act.html", self._context(final=True, acts=acts, act_note=note,
+                                                                            many=len(engine.queues) > 1))
 
     def _progress(self, *, final: bool = False) -> str:
         return render_to_string("dashboard/search/_progress.html", self._context(final=final))

@@ -219,3 +219,26 @@ async def test_an_anonymous_or_malformed_search_socket_is_closed(console_mq: Ech
     assert await anonymous.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     assert await malformed.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
     assert await no_token.receive_output(timeout=5) == {"type": "websocket.close", "code": 4400}
+
+
+async def test_a_search_of_many_queues_offers_each_queue_its_own_moves_with_its_count(operator_client: Client,
+                                                                                    console_mq: EchoMQ,
+                                                                                    operator_cookie: bytes) -> None:
+    for n in range(3):
+        failed(console_mq, f"m{n}", "{}", "quota exceeded", queue="mail")
+    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
+    failed(console_mq, "x0", "{}", "card declined", queue="other")
+    path = await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota")
+    communicator = await connect(path, operator_cookie)
+    await messages_until(communicator, lambda m: "Finished:" in m)
+
+    act = await communicator.receive_from(timeout=5)
+
+    forms = re.findall(r'<form class="search-act-form".*?</form>', act, flags=re.S)
+    assert [re.search(r'name="q" value="(\w+)"', f).group(1) for f in forms] == ["mail", "sms"]  # type: ignore[union-attr]
+    assert ">Retry 3</button>" in forms[0] and ">Retry 1</button>" in forms[1]
+    assert all('name="in"' not in f for f in forms)
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', forms[0]))
+    asked = await sync_to_async(operator_client.post)("/actions/search/", {**fields, "move": "retry"},
+                                                      headers={"HX-Request": "true"})
+    assert "Retry the 3 jobs the search found: failed jobs whose error contains" in asked.content.decode()

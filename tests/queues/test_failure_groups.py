@@ -213,3 +213,17 @@ def test_failed_jobs_from_before_groups_are_grouped_once_at_the_time_they_failed
     assert group.first_ms == 1_000_000 and group.sample_id == "new"
     mq.retry("q", "old7")
     assert mq.run(groups("q")).groups[0].count == 1200
+
+
+def test_groups_are_kept_and_searched_alike_on_a_cluster(any_mq: EchoMQ) -> None:
+    for queue in ("alpha", "beta"):
+        for n in range(3):
+            fail_for_good(any_mq, f"{queue}-{n}", f"quota exceeded for tenant {n}", queue=queue)
+    time.sleep(0.002)
+
+    [alpha] = any_mq.run(groups("alpha")).groups
+    found = [m.id for step in Search(Query("failed", group=alpha.id), ["alpha", "beta"]).steps(any_mq)
+             for m in step.matches]
+
+    assert (alpha.signature, alpha.count) == ("quota exceeded for tenant <n>", 3)
+    assert sorted(found) == ["alpha-0", "alpha-1", "alpha-2", "beta-0", "beta-1", "beta-2"]

@@ -147,7 +147,9 @@ class SearchConsumer(AsyncWebsocketConsumer):
         assert engine is not None
         acts: list[dict[str, Any]] = []
         note = ""
-        if engine.stopped:
+        if engine.stopped.startswith("stopped at"):
+            note = f"More than {engine.matched} jobs matched: narrow the search to act on its matches."
+        elif engine.stopped:
             note = "The search did not run to its end, so there is no count to act on: search again to the end."
         elif not engine.matched:
             note = "Nothing matched: nothing to act on."

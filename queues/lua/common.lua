@@ -219,6 +219,10 @@ end
 -- '<kind>:sum' (ms); kind is 'wait' (due -> claimed) or 'run' (claimed ->
 -- complete or fail).
 local function count_duration(prefix, kind, ms)
+  -- Another writer's due time of -inf, or a claimed_at far in the past, would add an infinite or huge
+  -- duration, and HINCRBY refuses those after the move's writes: a duration counts as 10 years at most.
+  if ms ~= ms then return end
+  ms = math.min(math.max(ms, 0), MAX_DELAY_MS)
   local key = prefix .. 'counts'
   local type_ = redis.call('TYPE', key).ok
   if type_ ~= 'hash' and type_ ~= 'none' then return end

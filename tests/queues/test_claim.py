@@ -186,3 +186,13 @@ def test_bad_claim_arguments_are_refused_before_anything_moves(mq: EchoMQ, kwarg
         mq.claim("q", **kwargs)  # type: ignore[arg-type]
 
     assert mq.job("q", "a").state == "pending"
+
+
+def test_a_job_due_at_minus_infinity_is_claimed_and_its_wait_counted_within_bounds(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("old"), mapping={"state": "pending", "attempts": "0", "payload": "x"})
+    mq.redis.zadd(keys.pending, {"old": float("-inf")})
+
+    [job] = mq.claim("q")
+
+    assert job.id == "old" and mq.job("q", "old").state == "active"

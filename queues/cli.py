@@ -308,7 +308,8 @@ def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
 
     warn_if_evicting_at(args.url)
     Worker(queue=args.queue, handler=load_handler(args.handler), concurrency=args.concurrency,
-           prefetch=args.prefetch, lease_ms=args.lease_ms, url=args.url).run()
+           prefetch=args.prefetch, lease_ms=args.lease_ms, url=args.url, wait_replicas=args.wait_replicas,
+           wait_timeout_ms=args.wait_timeout_ms).run()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -435,6 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefetch", type=int, default=0,
                    help="jobs claimed ahead of the running handlers (leased and heartbeated; default 0)")
     p.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS)
+    p.add_argument("--wait-replicas", type=int, default=0,
+                   help="follow every move with WAIT for this many replicas (a move fewer acknowledged is logged "
+                        "as not replicated: a failover could undo it); default 0")
+    p.add_argument("--wait-timeout-ms", type=int, default=1000, help="how long each WAIT waits (default 1000)")
     return parser
 
 

@@ -81,43 +81,88 @@ def _result(call: Call[Any], reply: Any) -> Any:
         return _translate(call, error)
 
 
+def _evalsha(call: Call[Any]) -> tuple[Any, ...]:
+    return ("EVALSHA", script(call.script).sha, len(call.keys), *call.keys, *call.args)
+
+
+def _eval(call: Call[Any]) -> tuple[Any, ...]:
+    return ("EVAL", script(call.script).source, len(call.keys), *call.keys, *call.args)
+
+
 def _packed(calls: list[Call[Any]]) -> bytes:
-    return b"".join(hiredis.pack_command(("EVALSHA", script(call.script).sha, len(call.keys), *call.keys,
-                                          *call.args)) for call in calls)
+    return b"".join(hiredis.pack_command(_evalsha(call)) for call in calls)
+
+
+def _waits_for(calls: list[Call[Any]], wait_replicas: int) -> bool:
+    """Whether ``WAIT`` follows these calls: with ``wait_replicas``, after any move (reads write nothing)."""
+    return wait_replicas > 0 and any(call.script in MOVES for call in calls)
+
+
+def _replicated(calls: list[Call[Any]], results: list[Any], acked: Any, wanted: int, timeout_ms: int) -> list[Any]:
+    """Each move's result, or :class:`NotReplicated` (holding it) when ``WAIT`` counted fewer than ``wanted``."""
+    count = 0 if isinstance(acked, Exception) else int(acked)
+    if count >= wanted:
+        return results
+    return [NotReplicated(call.script, result, count, wanted, timeout_ms)
+            if call.script in MOVES and not isinstance(result, Exception) else result
+            for call, result in zip(calls, results)]
 
 
 class BlockingRunner:
-    """Runs calls pipelined on a :class:`~queues.wire.BlockingWire` of its own, for one thread
-    (a worker's handler thread; see :meth:`AsyncEchoMQ.blocking_runner`). Standalone Redis only."""
+    """Runs calls pipelined on lean blocking connections (:class:`~queues.wire.BlockingWire`), standalone
+    Redis only: the sync client's scripts and a worker's handler thread (see :meth:`AsyncEchoMQ.blocking_runner`).
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    A call takes an idle connection or opens one, so threads never share one mid-call; a connection that
+    failed is dropped. With ``wait_replicas`` a batch holding a move is followed by ``WAIT`` on the same
+    connection, and a move fewer replicas acknowledged comes back as :class:`NotReplicated`.
+    """
+
+    def __init__(self, options: dict[str, Any], *, wait_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
         self._options = options
-        self._wire: BlockingWire | None = None
+        self._idle: list[BlockingWire] = []
+        self._wait = ("WAIT", wait_replicas, wait_timeout_ms)
 
     def run_many(self, calls: list[Call[Any]]) -> list[Any]:
         """As :meth:`EchoMQ.run_many`: one round trip, each call its own atomic script; a lost connection
-        raises ``Unavailable`` and the next call opens a new one."""
+        raises ``Unavailable`` (whether the calls ran is unknown) and the next call opens a new one."""
         if not calls:
             return []
+        waits = _waits_for(calls, self._wait[1])
         try:
-            if self._wire is None or not self._wire.usable:
-                self._wire = BlockingWire.open(self._options)
-            replies = self._wire.call(_packed(calls), len(calls))
+            wire = self._idle.pop() if self._idle else BlockingWire.open(self._options)
+        except IndexError:  # another thread took the last idle one meanwhile
+            wire = BlockingWire.open(self._options)
+        except Exception as error:
+            raise _translate(calls[0], error) from error
+        try:
+            packed = _packed(calls)
+            if waits:
+                packed += hiredis.pack_command(self._wait)
+            replies = wire.call(packed, len(calls) + waits)
+            acked = replies.pop() if waits else None
             results: list[Any] = []
             for call, reply in zip(calls, replies):
                 if isinstance(reply, redis.exceptions.NoScriptError):
                     # Not cached (a SCRIPT FLUSH, a restart): the script did not run, so EVAL runs it once.
-                    s = script(call.script)
-                    reply = self._wire.call(hiredis.pack_command(("EVAL", s.source, len(call.keys), *call.keys,
-                                                                  *call.args)), 1)[0]
+                    again = wire.call(hiredis.pack_command(_eval(call)) + (hiredis.pack_command(self._wait)
+                                                                           if waits else b""), 1 + waits)
+                    reply = again[0]
+                    if waits:
+                        acked = again[1]
                 results.append(_result(call, reply))
-            return results
         except Exception as error:
             raise _translate(calls[0], error) from error
+        finally:
+            if wire.usable:
+                self._idle.append(wire)
+        if waits:
+            return _replicated(calls, results, acked, self._wait[1], self._wait[2])
+        return results
 
     def close(self) -> None:
-        if self._wire is not None:
-            self._wire.close()
+        idle, self._idle = self._idle, []
+        for wire in idle:
+            wire.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,9 +585,12 @@ def _total(batches: Iterator[BatchResult]) -> BatchResult:
 class AsyncEchoMQ(_Moves):
     """The asyncio client, used by the worker runner and the console's live parts."""
 
-    def __init__(self, client: AsyncClient, *, actor: str | None = None) -> None:
+    def __init__(self, client: AsyncClient, *, actor: str | None = None, wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000) -> None:
         self.redis = client
         self.actor = actor or default_actor()
+        self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
+        self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
         self._registered: set[str] = set()
         pool = getattr(client, "connection_pool", None)
         self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
@@ -551,8 +599,10 @@ class AsyncEchoMQ(_Moves):
         self._wires: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[Wire]] = {}
 
     @classmethod
-    def from_url(cls, url: str | None = None, *, actor: str | None = None, **options: Any) -> AsyncEchoMQ:
-        return cls(connect_async(url, **options), actor=actor)
+    def from_url(cls, url: str | None = None, *, actor: str | None = None, wait_replicas: int = 0,
+                 wait_timeout_ms: int = 1000, **options: Any) -> AsyncEchoMQ:
+        return cls(connect_async(url, **options), actor=actor, wait_replicas=wait_replicas,
+                   wait_timeout_ms=wait_timeout_ms)
 
     async def close(self) -> None:
         wires, self._wires = self._wires, {}
@@ -566,6 +616,8 @@ class AsyncEchoMQ(_Moves):
         await self.redis.aclose()
 
     async def run(self, call: Call[T]) -> T:
+        if self.wait_replicas and call.script in MOVES:
+            return await self._run_replicated(call)
         s = script(call.script)
         try:
             try:
@@ -575,27 +627,31 @@ class AsyncEchoMQ(_Moves):
             result = call.parse(reply)
         except Exception as error:
             raise _translate(call, error) from error
+        await self._register(call)
+        return result
+
+    async def _register(self, call: Call[Any]) -> None:
         if call.registers and call.registers not in self._registered:
             await self.redis.sadd(QUEUE_REGISTRY, call.registers)
             self._registered.add(call.registers)
-        return result
 
     async def run_many(self, calls: list[Call[Any]]) -> list[Any]:
-        """As :meth:`EchoMQ.run_many`: one round trip per node, each call still its own atomic script."""
+        """As :meth:`EchoMQ.run_many`: one round trip per node, each call still its own atomic script.
+
+        With ``wait_replicas`` each node's batch is followed by ``WAIT`` on the same connection, and a move
+        fewer replicas acknowledged comes back as :class:`NotReplicated` (it ran; its result is in it).
+        """
         if not calls:
             return []
         if is_cluster_client(self.redis):
             return await self._run_many_on_cluster(calls)
         try:
-            if self._wire_options is None:
-                replies = await self._pipelined_on_pool(calls)
-            else:
-                replies = await self._pipelined("", self._wire_options, calls)
+            replies, acked = await self._pipelined("", self._wire_options, calls)
         except Exception as error:
             raise _translate(calls[0], error) from error
-        return await self._results(calls, replies)
+        return await self._results(calls, replies, acked)
 
-    async def _results(self, calls: list[Call[Any]], replies: list[Any]) -> list[Any]:
+    async def _results(self, calls: list[Call[Any]], replies: list[Any], acked: Any) -> list[Any]:
         results: list[Any] = []
         for call, reply in zip(calls, replies):
             if isinstance(reply, _NOT_RUN):
@@ -607,14 +663,17 @@ class AsyncEchoMQ(_Moves):
                     results.append(_translate(call, error))
                 continue
             results.append(_result(call, reply))
-        return results
+        if acked is None:
+            return results
+        return _replicated(calls, results, acked, self.wait_replicas, self.wait_timeout_ms)
 
     def blocking_runner(self) -> BlockingRunner | None:
         """A runner of this client's server for one thread, on a blocking wire of its own;
         None when the client is a cluster or not a plain connection (TLS, RESP3, ...)."""
         if self._wire_options is None or is_cluster_client(self.redis):
             return None
-        return BlockingRunner(self._wire_options)
+        return BlockingRunner(self._wire_options, wait_replicas=self.wait_replicas,
+                              wait_timeout_ms=self.wait_timeout_ms)
 
     async def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
         """Groups the calls by the node that owns their slot and pipelines each group on that node.
@@ -636,32 +695,103 @@ class AsyncEchoMQ(_Moves):
         async def on_node(node: Any, indexes: list[int]) -> None:
             group = [calls[i] for i in indexes]
             options = wire_options(node.connection_class, node.connection_kwargs)
-            if options is None:
+            if options is None and not self.wait_replicas:
                 # Not a plain connection (TLS, say): each call alone through the cluster client.
                 outcomes = await asyncio.gather(*(self.run(call) for call in group), return_exceptions=True)
             else:
                 try:
-                    replies = await self._pipelined(node.name, options, group)
+                    replies, acked = await self._pipelined(node.name, options, group)
                 except Exception as error:
                     await self._refresh_slots()
-                    replies = [_translate(call, error) for call in group]
-                outcomes = await self._results(group, replies)
+                    replies, acked = [_translate(call, error) for call in group], None
+                outcomes = await self._results(group, replies, acked)
             for index, result in zip(indexes, outcomes):
                 results[index] = result
 
         await asyncio.gather(*(on_node(node, indexes) for node, indexes in groups.values()))
         return results
 
+    async def _run_replicated(self, call: Call[T]) -> T:
+        """The move and ``WAIT`` pipelined on one connection to the queue's master.
+
+        WAIT counts the replicas that acknowledged this connection's writes, so it must follow the script
+        on the same connection; on a cluster this follows MOVED and ASK by hand (the script did not run on
+        either), as the sync client does.
+        """
+        wait = ("WAIT", self.wait_replicas, self.wait_timeout_ms)
+        cluster: Any = self.redis if is_cluster_client(self.redis) else None
+        try:
+            if cluster is not None:
+                await cluster.initialize()
+                node = cluster.get_node_from_key(call.keys[0])
+                where, options = node.name, wire_options(node.connection_class, node.connection_kwargs)
+            else:
+                where, options = "", self._wire_options
+            asking = use_eval = False
+            for _ in range(5):
+                commands = [("ASKING",)] if asking else []
+                commands += [_eval(call) if use_eval else _evalsha(call), wait]
+                try:
+                    *_, reply, acked = await self._send(where, options, commands)
+                except Exception:
+                    await self._refresh_slots()
+                    raise
+                if isinstance(reply, redis.exceptions.NoScriptError):
+                    use_eval = True
+                elif isinstance(reply, redis.exceptions.AskError) and cluster is not None:
+                    moved = isinstance(reply, redis.exceptions.MovedError)
+                    if moved:
+                        await self._refresh_slots()
+                    node = cluster.get_node(host=reply.host, port=reply.port)
+                    if node is None:
+                        raise Unavailable(f"redis redirected to {reply.host}:{reply.port}, a node this client "
+                                          "does not know")
+                    where, options = node.name, wire_options(node.connection_class, node.connection_kwargs)
+                    asking = not moved
+                else:
+                    break
+            else:
+                raise Unavailable(f"redis kept redirecting {call.script}; try again")
+            if isinstance(reply, Exception):
+                raise reply
+            result = call.parse(reply)
+        except Exception as error:
+            raise _translate(call, error) from error
+        await self._register(call)
+        count = 0 if isinstance(acked, Exception) else int(acked)
+        if count < self.wait_replicas:
+            raise NotReplicated(call.script, result, count, self.wait_replicas, self.wait_timeout_ms)
+        return result
+
     async def _refresh_slots(self) -> None:
+        if not is_cluster_client(self.redis):
+            return
         try:
             await self.redis.nodes_manager.initialize()  # type: ignore[union-attr]
         except Exception:  # the next call refreshes again; this one already failed
             pass
 
-    async def _pipelined(self, where: str, options: dict[str, Any], calls: list[Call[Any]]) -> list[Any]:
-        """Sends every EVALSHA in one write on the lean :class:`~queues.wire.Wire` to ``where``
-        (a node's name; "" when standalone) and returns the replies in order, an error reply in its place."""
-        return await (await self._wire(where, options)).call(_packed(calls), len(calls))
+    async def _pipelined(self, where: str, options: dict[str, Any] | None,
+                         calls: list[Call[Any]]) -> tuple[list[Any], Any]:
+        """Sends every EVALSHA in one write to ``where`` (a node's name; "" when standalone) and returns the
+        replies in order, an error reply in its place, and what the ``WAIT`` after them answered (None when
+        none was sent)."""
+        commands = [_evalsha(call) for call in calls]
+        waits = _waits_for(calls, self.wait_replicas)
+        if waits:
+            commands.append(("WAIT", self.wait_replicas, self.wait_timeout_ms))
+        replies = await self._send(where, options, commands)
+        return (replies[:-1], replies[-1]) if waits else (replies, None)
+
+    async def _send(self, where: str, options: dict[str, Any] | None, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """The commands in one write on the lean :class:`~queues.wire.Wire` to ``where`` (or, when the
+        connection is not a plain one, on one pooled connection of a standalone client); their replies."""
+        packed = b"".join(hiredis.pack_command(command) for command in commands)
+        if options is not None:
+            return await (await self._wire(where, options)).call(packed, len(commands))
+        if is_cluster_client(self.redis):
+            raise InvalidInput("wait_replicas needs plain TCP or unix connections to every master (not TLS)")
+        return await self._pipelined_on_pool(packed, len(commands))
 
     async def _wire(self, where: str, options: dict[str, Any]) -> Wire:
         loop = asyncio.get_running_loop()
@@ -678,15 +808,15 @@ class AsyncEchoMQ(_Moves):
         self._wires[(loop, where)] = opening
         return await asyncio.shield(opening)
 
-    async def _pipelined_on_pool(self, calls: list[Call[Any]]) -> list[Any]:
+    async def _pipelined_on_pool(self, packed: bytes, count: int) -> list[Any]:
         """One write on one pooled connection, the replies read in order; a connection that
         fails or is cancelled half-way is dropped, never reused with replies left unread."""
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:
-            await connection.send_packed_command(_packed(calls))
+            await connection.send_packed_command(packed)
             replies: list[Any] = []
-            for _ in calls:
+            for _ in range(count):
                 try:
                     replies.append(await connection.read_response())
                 except redis.exceptions.ResponseError as error:

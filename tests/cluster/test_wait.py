@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import time
+from collections.abc import Callable
 
 import pytest
 
-from queues import EchoMQ
+from queues import AsyncEchoMQ, EchoMQ, moves, reads
 from queues.cluster import queue_slot
-from queues.connection import connect
+from queues.connection import connect, connect_async
 from queues.errors import NotReplicated
+from queues.worker import Worker
 from tests.support.cluster_ops import eventually, owner_of, replica_of, role, wait_cluster_ok, wait_until
 from tests.support.redis_servers import RedisClusterNodes
 
@@ -70,3 +74,64 @@ def test_with_a_healthy_replica_every_move_waited_for_survives_the_failover(ha_c
     stats = eventually(lambda: waiting.stats(queue))
     assert stats.counts == {"pending": 20, "active": 0, "done": 30, "failed": 0}
     assert all(waiting.job(queue, job_id).warnings == [] for job_id in ids)
+
+
+async def test_the_async_client_follows_each_move_with_wait_and_says_when_no_replica_acknowledged(
+        ha_cluster: RedisClusterNodes) -> None:
+    queue = "billing"
+    master = owner_of(ha_cluster, queue_slot(queue))
+    replica = replica_of(ha_cluster, master)
+    seed = next(s for s in ha_cluster.servers if s not in (master, replica))
+    healthy = AsyncEchoMQ(connect_async(seed.url), actor="waiting", wait_replicas=1, wait_timeout_ms=2000)
+    hurried = AsyncEchoMQ(connect_async(seed.url), actor="hurried", wait_replicas=1, wait_timeout_ms=300)
+    try:
+        assert await healthy.enqueue(queue, "safe", job_id="safe") == "safe"
+        assert await healthy.run_many([moves.enqueue(queue, "x", job_id=f"safe-{n}") for n in range(3)]) == [
+            "safe-0", "safe-1", "safe-2"]
+
+        replica.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        with pytest.raises(NotReplicated) as refused:
+            await hurried.enqueue(queue, "told", job_id="told")
+        assert (refused.value.result, refused.value.acked, refused.value.wanted) == ("told", 0, 1)
+        answers = await hurried.run_many([moves.enqueue(queue, "x", job_id="late"), reads.stats(queue)])
+        assert isinstance(answers[0], NotReplicated) and answers[0].result == "late"
+        # A read is not followed by WAIT, and a read in the same batch is not reported as unreplicated.
+        assert answers[1].counts["pending"] == 6
+        replica.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    finally:
+        await healthy.close()
+        await hurried.close()
+
+
+async def test_a_worker_with_wait_replicas_counts_the_moves_no_replica_acknowledged(
+        ha_cluster: RedisClusterNodes) -> None:
+    queue = "billing"
+    master = owner_of(ha_cluster, queue_slot(queue))
+    replica = replica_of(ha_cluster, master)
+    seed = next(s for s in ha_cluster.servers if s not in (master, replica))
+    mq = EchoMQ(connect(seed.url), actor="producer")
+    mq.enqueue_many(queue, [f"job {n}" for n in range(20)])
+    worker = Worker(queue=queue, handler=lambda job: None, url=seed.url, wait_replicas=1, wait_timeout_ms=300,
+                    poll_ms=50)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    try:
+        await _until(lambda: mq.stats(queue).counts["done"] == 20, serving)
+        assert worker.stats.not_replicated == 0
+
+        replica.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        mq.enqueue_many(queue, [f"late {n}" for n in range(3)])
+        await _until(lambda: mq.stats(queue).counts["done"] == 23, serving)
+        replica.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    finally:
+        stop.set()
+        stats = await asyncio.wait_for(serving, 30)
+        mq.close()
+    assert stats.completed == 23 and stats.not_replicated >= 3
+
+
+async def _until(done: Callable[[], bool], serving: asyncio.Task[object], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline and not serving.done(), "the worker did not get there in time"
+        await asyncio.sleep(0.05)

@@ -123,6 +123,13 @@ def test_worker_with_a_negative_prefetch_exits_2(redis_url: str, capsys: pytest.
     assert code == 2 and "prefetch must be between 0 and 10000" in err
 
 
+def test_worker_passes_wait_replicas_on_and_refuses_a_bad_one(redis_url: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = emq(redis_url, capsys, "worker", "q", "--handler", "queues.worker:error_text",
+                       "--wait-replicas", "101")
+    assert code == 2 and "wait_replicas must be between 0 and 100" in err
+
+
 def test_events_show_escape_sequences_and_bidi_controls_as_text(redis_url: str,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     evil = EchoMQ.from_url(redis_url, actor="w\x1b]0;pwned\x07\x1b[2J")

@@ -614,3 +614,103 @@ async def test_a_worker_claims_past_any_number_of_unclaimable_jobs_and_then_idle
     await _serve_until(idle, lambda: time.monotonic() - started > 1.0)
     calls = int(mq.redis.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
     assert calls <= 12  # about 5 claims a second, not a spin
+
+
+# A claim answered after SIGTERM: the fault-injection case, made to happen by construction ----------------------
+
+SIGNALLED = '''
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+
+from queues.client import AsyncEchoMQ, BlockingRunner
+from queues.moves import ClaimedJob
+from queues.worker import Worker
+
+logging.basicConfig(level=logging.INFO)
+fired = []
+
+
+def claimed_trigger(results):
+    """Whether a claim in these results took the job whose payload is "trigger"."""
+    for result in results:
+        jobs = result if isinstance(result, list) else []
+        if any(isinstance(job, ClaimedJob) and job.payload == b"trigger" for job in jobs):
+            return True
+    return False
+
+
+def handle(job):
+    print("started", job.payload.decode(), file=sys.stderr, flush=True)
+    if job.payload == b"slow":
+        time.sleep(1.0)
+
+
+async def handle_async(job):
+    print("started", job.payload.decode(), file=sys.stderr, flush=True)
+    if job.payload == b"slow":
+        await asyncio.sleep(1.0)
+
+
+class SignalledRunner(BlockingRunner):
+    """The claim's reply arrives, then SIGTERM, then the worker gets the reply."""
+
+    def run_many(self, calls):
+        results = super().run_many(calls)
+        if not fired and claimed_trigger(results):
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+        return results
+
+
+class SignalledClient(AsyncEchoMQ):
+    async def run_many(self, calls):
+        results = await super().run_many(calls)
+        if not fired and claimed_trigger(results):
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(0.2)
+        return results
+
+    def blocking_runner(self):
+        return SignalledRunner(self._wire_options)
+'''
+
+
+@pytest.mark.parametrize(("kind", "concurrency", "prefetch"), [
+    ("sync", 1, 0), ("async", 1, 0), ("sync", 2, 1), ("async", 2, 1)])
+def test_a_claim_answered_after_sigterm_starts_no_handler_and_its_jobs_are_handed_back_at_once(
+        mq: EchoMQ, redis_url: str, tmp_path: Path, kind: str, concurrency: int, prefetch: int) -> None:
+    (tmp_path / "signalled.py").write_text(SIGNALLED)
+    # Claimed in this order: by due time, then by id.
+    ids = [mq.enqueue("mail", payload, job_id=f"{n}-{payload}") for n, payload in enumerate(["slow", "trigger", "c", "d"])]
+    handler = "handle" if kind == "sync" else "handle_async"
+    code = textwrap.dedent(f"""
+        from signalled import SignalledClient, {handler}
+        from queues.worker import Worker
+        client = SignalledClient.from_url({redis_url!r}, actor="w1")
+        Worker(queue="mail", handler={handler}, client=client, concurrency={concurrency}, prefetch={prefetch},
+               batch=1, grace_ms=30_000).run()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    worker = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=25)
+
+    assert worker.returncode == 0, worker.stderr
+    started = [line.split()[1] for line in worker.stderr.splitlines() if line.startswith("started ")]
+    assert started == ["slow"], worker.stderr
+    slow, trigger = ids[0], ids[1]
+    assert mq.job("mail", slow).state == "done"
+    moves = [(e.move, e.job_id) for e in reversed(mq.events("mail", count=100))]
+    handed_back = {job_id for move, job_id in moves if move == "release"}
+    claimed = {job_id for move, job_id in moves if move == "claim"}
+    assert trigger in handed_back and claimed - {slow} == handed_back
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 3}
+    assert {mq.job("mail", job_id).attempts for job_id in ids[1:]} <= {"0", "1"}
+    if concurrency > 1:
+        # Handed back while the slow handler still ran, not when the grace period ended.
+        assert moves.index(("release", trigger)) < moves.index(("complete", slow))

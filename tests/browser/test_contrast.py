@@ -99,7 +99,8 @@ def seeded(mq: EchoMQ) -> dict[str, list[str]]:
 
 
 PAGES = ["", "?filter=con", "queue/?q=contrast&state=pending", "queue/?q=contrast&state=active",
-         "queue/?q=contrast&state=done", "queue/?q=contrast&state=failed", "audit/", "cluster/", "find/?id=nowhere"]
+         "queue/?q=contrast&state=done", "queue/?q=contrast&state=failed", "audit/", "cluster/", "find/?id=nowhere",
+         "search/?q=contrast&state=failed", "failures/?q=contrast", "workers/"]
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -167,6 +168,23 @@ def test_results_confirmations_refusals_and_moved_on_rows_meet_aa(operator_page:
     if found := below_aa(page):
         checks["a confirmation with nothing to do"] = found
     assert checks == {}
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_login_page_and_its_error_meet_aa(browser: Browser, console: Console, scheme: str) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(console.url + "login/")
+        assert below_aa(page) == []
+        page.fill("#id_username", "nobody")
+        page.fill("#id_password", "not-the-password")
+        page.press("#id_password", "Enter")
+        page.wait_for_load_state("networkidle")
+        expect(page.locator(".login .error-text")).to_be_visible()
+        assert below_aa(page) == []
+    finally:
+        context.close()
 
 
 def test_the_scheme_can_be_chosen_by_hand_and_is_kept_per_browser(browser: Browser, console: Console,

@@ -8,7 +8,10 @@ ASGI layer (wrapped around the whole application in ``dashboard.asgi``):
 - ``bound_daphne_requests``: daphne reads a whole body into a file before it
   calls the application, and then queues all of it in memory at once, so
   under daphne the same limits are applied while the bytes come off the
-  socket; nothing over the limit is ever stored.
+  socket; nothing over the limit is ever stored. A request whose headers and
+  body have not arrived whole within ``EMQ_REQUEST_DEADLINE_S`` is answered
+  408 however steadily it trickles, and a connection idle for
+  ``EMQ_IDLE_TIMEOUT_S`` between requests is closed (Twisted's own is 60 s).
 - ``LoopbackOnlyWhileDebug``: with DEBUG on, only connections made to a
   loopback address are answered, wherever the server is bound.
 - ``websocket_origin_trusted``: a WebSocket is accepted from exactly the
@@ -72,6 +75,10 @@ def _too_large(limit: int) -> tuple[int, str]:
 
 def _stalled() -> tuple[int, str]:
     return 408, f"The request body stalled for more than {settings.EMQ_BODY_TIMEOUT_S:g} s and was cut off.\n"
+
+
+def _overdue() -> tuple[int, str]:
+    return 408, f"The request did not arrive whole within {settings.EMQ_REQUEST_DEADLINE_S:g} s and was cut off.\n"
 
 
 async def _answer(send: Send, status: int, text: str) -> None:
@@ -219,6 +226,16 @@ def bound_daphne_requests() -> None:
     if getattr(http_protocol.WebRequest, "bounded_by_console", False):
         return
     http_protocol.WebRequest = _bounded_web_request(http_protocol.WebRequest)
+    build_protocol = http_protocol.HTTPFactory.buildProtocol
+
+    def build_with_idle_timeout(factory: Any, addr: Any) -> Any:
+        # The channel's timeout runs while no request is being read or answered (Twisted pauses it meanwhile,
+        # and for good once a request became a WebSocket), so it bounds idle keep-alive connections only.
+        protocol = build_protocol(factory, addr)
+        protocol.timeOut = float(settings.EMQ_IDLE_TIMEOUT_S)
+        return protocol
+
+    http_protocol.HTTPFactory.buildProtocol = build_with_idle_timeout
 
 
 def _bounded_web_request(base: type) -> type:
@@ -231,6 +248,12 @@ def _bounded_web_request(base: type) -> type:
         received = 0
         refused = False
         timer: Any = None
+        deadline: Any = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # Made when the request line arrives: from then on the headers and the body have a deadline.
+            super().__init__(*args, **kwargs)
+            self.deadline = reactor.callLater(float(settings.EMQ_REQUEST_DEADLINE_S), self.overdue)
 
         def gotLength(self, length: int | None) -> None:
             limit = int(settings.EMQ_MAX_BODY_BYTES)
@@ -254,11 +277,13 @@ def _bounded_web_request(base: type) -> type:
 
         def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
             self.disarm()
+            self.disarm_deadline()
             if not self.refused:
                 super().requestReceived(command, path, version)
 
         def connectionLost(self, reason: Any) -> None:
             self.disarm()
+            self.disarm_deadline()
             super().connectionLost(reason)
 
         def rearm(self) -> None:
@@ -270,14 +295,25 @@ def _bounded_web_request(base: type) -> type:
                 self.timer.cancel()
             self.timer = None
 
+        def disarm_deadline(self) -> None:
+            if self.deadline is not None and self.deadline.active():
+                self.deadline.cancel()
+            self.deadline = None
+
         def stalled(self) -> None:
             self.timer = None
             if not self.refused:
                 self.refuse(*_stalled())
 
+        def overdue(self) -> None:
+            self.deadline = None
+            if not self.refused:
+                self.refuse(*_overdue())
+
         def refuse(self, status: int, text: str) -> None:
             self.refused = True
             self.disarm()
+            self.disarm_deadline()
             # No "100 Continue" after the refusal: the client must not send the body.
             self.requestHeaders.removeHeader(b"Expect")
             transport = self.channel.transport if self.channel is not None else None

@@ -97,6 +97,10 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 # they are read, and a body that pauses longer than the timeout is cut (408).
 EMQ_MAX_BODY_BYTES = int(_number("EMQ_MAX_BODY_BYTES", 1024 * 1024, minimum=1024))
 EMQ_BODY_TIMEOUT_S = _number("EMQ_BODY_TIMEOUT_S", 10.0, minimum=0.1)
+# Under daphne: a request's headers and body must arrive whole within the deadline (a slow trickle that never
+# stalls is cut too), and a keep-alive connection idle between requests is closed after the idle timeout.
+EMQ_REQUEST_DEADLINE_S = _number("EMQ_REQUEST_DEADLINE_S", 30.0, minimum=0.1)
+EMQ_IDLE_TIMEOUT_S = _number("EMQ_IDLE_TIMEOUT_S", 60.0, minimum=0.1)
 # Django refuses more form fields than this with a 400 (its default is 1000).
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 DATA_UPLOAD_MAX_MEMORY_SIZE = EMQ_MAX_BODY_BYTES

@@ -28,6 +28,19 @@ def test_a_count_follows_a_cli_move_without_a_reload(page: Page, console: Consol
     assert page.evaluate("window.notReloaded") is True
 
 
+def test_a_live_page_outlives_the_idle_connection_timeout(page: Page, console: Console) -> None:
+    console.cli("enqueue", "cli-idle", '{"n": 1}')
+    page.goto(console.url)
+    wait_until_live(page)
+    page.evaluate("window.notReloaded = true")
+    page.wait_for_timeout(3 * 2_000)  # three of the console's idle timeouts (EMQ_IDLE_TIMEOUT_S=2 here)
+
+    console.cli("enqueue", "cli-idle", '{"n": 2}')
+    expect(page.locator(f"#{dom_id('q', 'cli-idle')} td.pending")).to_have_text("2", timeout=15_000)
+    expect(page.locator("#live-status")).to_be_hidden()
+    assert page.evaluate("window.notReloaded") is True
+
+
 def test_a_lease_countdown_goes_down_even_on_a_skewed_clock(page: Page, console: Console) -> None:
     console.cli("enqueue", "cli-leases", '{"n": 1}', "--id", "leased")
     console.cli("claim", "cli-leases", "--lease-ms", "60000")

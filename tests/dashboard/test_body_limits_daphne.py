@@ -20,6 +20,8 @@ from tests.support.redis_servers import free_port
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 BODY_TIMEOUT_S = 2.0
+REQUEST_DEADLINE_S = 6.0
+IDLE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -42,7 +44,8 @@ def daphne() -> Iterator[Daphne]:
     workdir = Path(tempfile.mkdtemp(prefix="emq-limits-"))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "limits-tests-only-" + "k" * 40,
            "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0", "EMQ_SWEEPER_INTERVAL_S": "0",
-           "EMQ_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S), "EMQ_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+           "EMQ_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
+           "EMQ_REQUEST_DEADLINE_S": str(REQUEST_DEADLINE_S), "EMQ_IDLE_TIMEOUT_S": str(IDLE_TIMEOUT_S), "EMQ_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
            "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v0"], env=env, cwd=ROOT, check=True,
                    timeout=120)
@@ -181,3 +184,48 @@ def test_a_body_that_trickles_in_within_the_timeout_is_read(daphne: Daphne) -> N
 
     # Read in full and handed to Django, whose CSRF check refuses a post without a token.
     assert _status(answer) == 403, answer[:300]
+
+
+def _trickle(server: Daphne, head: bytes, pieces: list[bytes], every_s: float) -> bytes:
+    """Sends ``head``, then one piece each ``every_s`` until the server answers; returns the answer."""
+    with server.connect() as conn:
+        conn.sendall(head)
+        for piece in pieces:
+            readable, _, _ = select.select([conn], [], [], every_s)
+            if readable:
+                break
+            conn.sendall(piece)
+        else:
+            raise AssertionError("the server took every piece without answering")
+        return _read_all(conn)
+
+
+def test_headers_that_trickle_in_without_ever_stalling_are_cut_at_the_deadline(daphne: Daphne) -> None:
+    # One header line a second for up to a minute: never a stall, but not a request within the deadline.
+    head = b"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    answer = _trickle(daphne, head, [b"X-Slow-%d: x\r\n" % n for n in range(60)], every_s=1.0)
+
+    assert _status(answer) == 408, answer[:300]
+    assert b"did not arrive whole" in answer
+
+
+def test_a_body_that_trickles_in_without_ever_stalling_is_cut_at_the_deadline(daphne: Daphne) -> None:
+    # One byte a second, half the stall timeout: only the deadline stops it.
+    answer = _trickle(daphne, _post_head("/login/", 1000), [b"x"] * 60, every_s=BODY_TIMEOUT_S / 2)
+
+    assert _status(answer) == 408, answer[:300]
+    assert b"did not arrive whole" in answer
+
+
+@pytest.mark.parametrize("after_a_request", [False, True], ids=["fresh", "kept-alive"])
+def test_an_idle_connection_is_closed_after_the_idle_timeout(daphne: Daphne, after_a_request: bool) -> None:
+    with daphne.connect() as conn:
+        if after_a_request:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += conn.recv(65536)
+            assert _status(answer) == 200, answer[:300]
+        conn.settimeout(30)  # under Twisted's own timeout, 60 s: the console's setting closed it
+        while conn.recv(65536):  # the rest of the answer, if any, then the close
+            pass

@@ -3,9 +3,10 @@
 Page: 50 done jobs whose payloads are 1 KiB, 64 KiB or 1 MiB, read by today's page.lua and by the
 page.lua of a baseline commit (``git show BASE:queues/lua/page.lua``, expanded the same way), on one
 private redis-server, in interleaved rounds. Figures: Redis's own time per read (the mean of the whole
-script from INFO commandstats, the longest from SLOWLOG), and the worst PING another client saw while 5 reader processes read that page
-(a stand-in for 5 live tabs): each once every 200 ms, the pace at which the console re-renders a live
-page, and each in a tight loop (harsher than any tab; on 2 cores it also measures CPU contention).
+script from INFO commandstats, the longest from SLOWLOG), and the worst PING another client saw while
+5 reader processes read that page (a stand-in for 5 live tabs): each once every 200 ms, the pace at
+which the console re-renders a live page, and each in a tight loop (harsher than any tab; on 2 cores
+it also measures CPU contention).
 
 History: one job's history on a queue that saw 10^2 or 10^6 events, by the history read (its own
 hash field) and by the old way (XREVRANGE of the newest 10,000 events, filtered): Redis time, wall
@@ -76,7 +77,7 @@ def _seed_pages(mq: EchoMQ) -> dict[str, str]:
     for label, size in SIZES.items():
         queue = "bench-page-" + label.replace(" ", "").lower()
         payload = ('{"blob": "' + "x" * (size - 12) + '"}').encode()
-        for start in range(0, ROWS, 10):
+        for _ in range(0, ROWS, 10):
             ids = mq.enqueue_many(queue, [payload] * 10)
             for job in mq.claim(queue, count=10, lease_ms=600_000):
                 mq.complete(queue, job.id, job.token)

@@ -21,7 +21,7 @@ from django.conf import settings
 from queues import EmqError
 from queues.client import default_actor
 from queues.locks import LockHolder, Redlock
-from queues.sweeper import SweepReport, Sweeper, start_sweeper, sweeper_lock
+from queues.sweeper import Sweeper, SweepReport, start_sweeper, sweeper_lock
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.middleware.csrf import get_token
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -23,9 +23,9 @@ from queues.follower import find_job
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
-from .services import emq, live_follower, read
 from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
+from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 
 

@@ -6,7 +6,17 @@ The protocol is in PROTOCOL.md; this package is its Python runtime (no Django).
 from __future__ import annotations
 
 from .client import AsyncEchoMQ, EchoMQ
-from .errors import Duplicate, EmqError, InvalidInput, NothingToClaim, OutOfMemory, Paused, Refused, Unavailable, UnsupportedServer
+from .errors import (
+    Duplicate,
+    EmqError,
+    InvalidInput,
+    NothingToClaim,
+    OutOfMemory,
+    Paused,
+    Refused,
+    Unavailable,
+    UnsupportedServer,
+)
 from .keys import STATES, QueueKeys, validate_job_id, validate_queue_name
 from .moves import BatchResult, ClaimedJob, FencingToken, MoveResult
 

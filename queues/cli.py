@@ -22,12 +22,12 @@ from typing import Any
 
 from .client import EchoMQ
 from .errors import Duplicate, EmqError, InvalidInput
+from .failures import group_failed, groups
 from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .scripts import script
-from .failures import group_failed, groups
 from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
 
 
@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code or 1
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    except Exception as error:  # noqa: BLE001 - the CLI reports, it does not trace back
+    except Exception as error:  # the CLI reports, it does not trace back
         print(f"emq: error: {_shown(str(error))}", file=sys.stderr)
         return 1
     finally:

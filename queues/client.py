@@ -9,23 +9,22 @@ run, so sending it again cannot apply a move twice.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 import os
 import socket
-from typing import Any, Iterator, TypeVar
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import hiredis
 import redis
 import redis.exceptions
-
-from . import moves, reads
-from .connection import AsyncClient, SyncClient, connect, connect_async
-from .errors import EmqError, InvalidInput, NotReplicated, OutOfMemory, Unavailable
 from redis.crc import key_slot
 
-from .connection import is_cluster_client
-from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id, validate_queue_name
-from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
+from . import moves, reads
+from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
+from .errors import EmqError, InvalidInput, NotReplicated, OutOfMemory, Unavailable
+from .keys import QUEUE_REGISTRY, QueueKeys, validate_queue_name
+from .moves import BatchResult, Call, _text
 from .scripts import MOVES, script
 from .wire import BlockingWire, Wire, wire_options
 

@@ -119,4 +119,5 @@ def _bytes_text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-__all__ = ["FailureGroup", "FailureGroups", "GroupingStep", "group_failed", "groups", "signatures", "validate_group", "GROUPS_SHOWN"]
+__all__ = ["FailureGroup", "FailureGroups", "GroupingStep", "group_failed", "groups", "signatures", "validate_group",
+           "GROUPS_SHOWN"]

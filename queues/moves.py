@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from .errors import Duplicate, InvalidInput, NothingToClaim, Paused, Refused
 from .keys import QueueKeys, State, validate_job_id, validate_state

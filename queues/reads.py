@@ -566,4 +566,5 @@ def payload_preview(payload: bytes, limit: int = 64 * 1024, *, total: int | None
 
 
 __all__ = ["QueueStats", "JobRow", "Page", "JobView", "Event", "STATES", "stats", "page", "job", "payload", "history",
-           "clock", "states", "JobState", "parse_event", "parse_history", "payload_preview", "job_warnings", "validate_state", "score_int"]
+           "clock", "states", "JobState", "parse_event", "parse_history", "payload_preview", "job_warnings", "validate_state",
+           "score_int"]

@@ -575,7 +575,7 @@ class Search:
                 result: Slice | Exception = mq.run(call)
             except InvalidInput:
                 raise
-            except Exception as error:  # noqa: BLE001 - one queue unreadable: feed records it
+            except Exception as error:  # one queue unreadable: feed records it
                 result = error
             yield self.feed(result)
 
@@ -587,7 +587,7 @@ class Search:
                 result: Slice | Exception = await run(call)
             except InvalidInput:
                 raise
-            except Exception as error:  # noqa: BLE001 - one queue unreadable: feed records it
+            except Exception as error:  # one queue unreadable: feed records it
                 result = error
             yield self.feed(result)
 
@@ -700,4 +700,5 @@ def move_matches(mq: Any, move: str, engine: Search, *, at_most: int | None = No
 
 
 __all__ = ["FieldFilter", "Query", "Match", "Slice", "Limits", "Step", "Search", "search",
-           "search_call", "move_matches", "MoveTally", "MATCH_MOVES", "check_match_move", "parse_path", "format_path", "parse_moment", "DEFAULT_ORDER"]
+           "search_call", "move_matches", "MoveTally", "MATCH_MOVES", "check_match_move", "parse_path", "format_path",
+           "parse_moment", "DEFAULT_ORDER"]

@@ -6,7 +6,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-not-for-production-0123456789")
 
-from dashboard.settings import *  # noqa: E402,F403
+from dashboard.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-from queues import EchoMQ, InvalidInput, MoveResult, Refused
-from queues import moves as queue_moves
+from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
 from queues.keys import validate_job_id, validate_queue_name
 from queues.search import Limits, Query, Search, check_match_move, move_matches
 

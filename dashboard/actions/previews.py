@@ -171,5 +171,6 @@ def pause_preview(*, move: str, queue: str, reason: str) -> Preview:
     if not stats.paused:
         return Preview(proposal, 0, "Resume", "?", "", "", "Keep it", nothing=f"{proposal.queue} is not paused.")
     return Preview(proposal, stats.due, "Resume queue", f"? Workers start on its {_jobs(stats.due)} due now.",
-                   f"It was paused by {stats.paused_by or 'someone'}" + (f": {stats.paused_reason}" if stats.paused_reason else "."),
+                   f"It was paused by {stats.paused_by or 'someone'}"
+                   + (f": {stats.paused_reason}" if stats.paused_reason else "."),
                    "Yes, resume it", "Keep it paused")

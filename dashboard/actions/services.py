@@ -12,8 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from dashboard.services import emq
-from queues import InvalidInput, Refused, Unavailable
-from queues import moves as queue_moves
+from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
 from queues.search import Query
 
 from . import access, runner

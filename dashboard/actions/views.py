@@ -27,8 +27,8 @@ from queues.search import Limits, Search, check_match_move
 from . import access, previews, services
 from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
 from .confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
-from .previews import Preview
 from .models import AuditEntry
+from .previews import Preview
 
 View = Callable[..., HttpResponse]
 AUDIT_PAGE_SIZE = 50

@@ -22,10 +22,9 @@ from ninja.security import HttpBearer, SessionAuth
 
 from dashboard.actions import access, previews, services as actions
 from dashboard.actions.bulk import MAX_SELECTION, Selected
-from dashboard.actions.confirmations import (MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue,
-                                             confirmation_redeem)
-from dashboard.actions.previews import Preview
+from dashboard.actions.confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
 from dashboard.actions.models import AuditEntry
+from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read

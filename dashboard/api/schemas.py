@@ -8,7 +8,6 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-
 # What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
 QUEUE_PATTERN = r"^[^{}:\x00-\x20\x7f]+$"
 JOB_ID_PATTERN = r"^[^{}\x00-\x20\x7f]+$"

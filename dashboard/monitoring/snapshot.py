@@ -121,8 +121,9 @@ class Walker:
             chunk_started = time.monotonic()
             chunk = names[start:start + CHUNK]
             try:
-                results = read(lambda mq: mq.run_many([reads.stats(q) for q in chunk] + [reads.counts(q) for q in chunk]
-                                                      + [reads.workers(q, limit=1) for q in chunk]))
+                calls = ([reads.stats(q) for q in chunk] + [reads.counts(q) for q in chunk]
+                         + [reads.workers(q, limit=1) for q in chunk])
+                results = read(lambda mq, calls=calls: mq.run_many(calls))
             except Unavailable:
                 results = [Unavailable("unreachable")] * (3 * len(chunk))
             n = len(chunk)

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any, Final
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput

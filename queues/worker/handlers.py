@@ -10,13 +10,14 @@ import sys
 import threading
 import traceback
 from collections import deque
+from collections.abc import Awaitable, Callable
 from queue import Empty, SimpleQueue
-from typing import Any, Awaitable, Callable, Union
+from typing import Any
 
 from ..errors import InvalidInput
 from ..moves import ClaimedJob
 
-Handler = Callable[[ClaimedJob], Union[Any, Awaitable[Any]]]
+Handler = Callable[[ClaimedJob], Any | Awaitable[Any]]
 
 MAX_ERROR_CHARS = 2000
 
@@ -65,7 +66,7 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 def is_async(handler: Handler) -> bool:
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))  # noqa: B004 - an object with an async __call__
 
 
 def error_text(error: BaseException) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import moves
-from ..errors import NotReplicated, NothingToClaim, OutOfMemory, Refused, Unavailable
+from ..errors import NothingToClaim, NotReplicated, OutOfMemory, Refused, Unavailable
 from ..moves import Call, ClaimedJob
 
 log = logging.getLogger("queues.worker")

@@ -41,7 +41,8 @@ MEASURE = """() => {
     for (let i = layers.length - 1; i >= 0; i--) out = over(layers[i], out);
     return out;
   };
-  const opacity = (el) => { let o = 1; for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; };
+  const opacity = (el) => { let o = 1;
+    for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; };
   const lum = (c) => { const f = (v) => v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
   const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
@@ -50,7 +51,8 @@ MEASURE = """() => {
   const modal = document.querySelector('dialog:modal');
   const root = modal || document.body;
   const found = [];
-  const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+    + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
   for (const el of root.querySelectorAll('*')) {
     if (el.closest('svg, script, style, template, [hidden]') || !visible(el)) continue;
     const texts = Array.from(el.childNodes).filter((n) => n.nodeType === 3 && n.textContent.trim());
@@ -63,7 +65,9 @@ MEASURE = """() => {
       const size = parseFloat(s.fontSize), weight = Number(s.fontWeight) || 400;
       const large = size >= 24 || (size >= 18.66 && weight >= 700);
       const r = ratio(shown, bg);
-      if (r < (large ? 3 : 4.5)) found.push({kind: 'text', el: name(el), text: (el.textContent || el.value).trim().slice(0, 60), ratio: r.toFixed(2)});
+      if (r < (large ? 3 : 4.5)) {
+        found.push({kind: 'text', el: name(el), text: (el.textContent || el.value).trim().slice(0, 60), ratio: r.toFixed(2)});
+      }
     }
     if (control || el.matches('input[type=checkbox]')) {
       const s = getComputedStyle(el);
@@ -71,7 +75,10 @@ MEASURE = """() => {
         const line = over(parse(s.borderTopColor), el.parentElement ? background(el.parentElement) : bg);
         const outside = el.parentElement ? background(el.parentElement) : bg;
         const r = Math.max(ratio(line, outside), ratio(line, bg));
-        if (r < 3) found.push({kind: 'outline', el: name(el), text: (el.textContent || el.value || '').trim().slice(0, 40), ratio: r.toFixed(2)});
+        if (r < 3) {
+          found.push({kind: 'outline', el: name(el), text: (el.textContent || el.value || '').trim().slice(0, 40),
+                      ratio: r.toFixed(2)});
+        }
       }
     }
   }

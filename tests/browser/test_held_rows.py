@@ -58,7 +58,7 @@ class Traffic:
                 ahead = self.moved / self.moves_per_s - self.seconds
                 if ahead > 0:
                     time.sleep(ahead)
-        except Exception as error:  # noqa: BLE001 - reported by the test
+        except Exception as error:  # reported by the test
             self.errors.append(repr(error))
         finally:
             mq.close()

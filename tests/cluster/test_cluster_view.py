@@ -7,7 +7,7 @@ import pytest
 from queues import EchoMQ, Unavailable
 from queues.cluster import cluster_view, parse_cluster_nodes, queue_placements, queue_slot
 from queues.connection import connect
-from tests.support.cluster_ops import eventually, owner_of, queue_per_master, wait_until
+from tests.support.cluster_ops import eventually, queue_per_master, wait_until
 from tests.support.redis_servers import RedisClusterNodes
 
 

@@ -27,11 +27,11 @@ from dashboard.actions import runner
 from dashboard.actions.bulk import Selected
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.services import selection_act
-from tests.support.confirm import post_confirming
 from queues import EchoMQ, NothingToClaim
 from queues.integrity import check_queue
 from queues.moves import ClaimedJob
 from queues.worker import Worker
+from tests.support.confirm import post_confirming
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ def _row_bytes(entry: AuditEntry) -> int:
 
 
 def test_twenty_huge_refused_posts_leave_twenty_small_rows(viewer_client: Client, console_mq: EchoMQ) -> None:
-    for n in range(20):
+    for _ in range(20):
         response = viewer_client.post("/actions/selection/", {
             "q": "mail", "move": "retry", "id": "", "note": "x" * BIG,
             "job": [f"failed:1:job-{i}-" + "y" * 200 for i in range(300)] + ["z" * BIG]})

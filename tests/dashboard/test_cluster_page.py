@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
+from redis.crc import key_slot
 
 from queues import EchoMQ
 from queues.cluster import queue_slot
 from queues.connection import connect
 from queues.keys import QUEUE_REGISTRY
-from redis.crc import key_slot
 from tests.support.cluster_ops import owner_of, queue_per_master
 from tests.support.redis_servers import RedisClusterNodes, RedisServer, free_port
 

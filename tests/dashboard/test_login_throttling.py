@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth.models import User
 from django.test import Client

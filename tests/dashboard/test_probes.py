@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from django.db import connection
-from django.db.migrations.recorder import MigrationRecorder
-
-from queues.scripts import script
 from queues import EchoMQ
+from queues.scripts import script
 from tests.support.eviction import evicting
 from tests.support.redis_servers import RedisServer
 

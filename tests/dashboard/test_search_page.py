@@ -158,7 +158,8 @@ async def test_hostile_data_is_streamed_escaped(viewer_client: Client, console_m
                                                 viewer_cookie: bytes) -> None:
     failed(console_mq, "x<b>", '<script>alert(1)</script> hit', "<img src=x onerror=alert(2)>")
     console_mq.enqueue("mail", b"\xff\xfe hit \x00", job_id="binary")
-    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&payload=hit"), viewer_cookie)
+    path = await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&payload=hit")
+    communicator = await connect(path, viewer_cookie)
 
     streamed = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
 
@@ -170,7 +171,8 @@ async def test_hostile_data_is_streamed_escaped(viewer_client: Client, console_m
 async def test_many_matches_arrive_in_messages_under_64_kib(viewer_client: Client, console_mq: EchoMQ,
                                                            viewer_cookie: bytes) -> None:
     console_mq.enqueue_many("mail", [json.dumps({"note": "hit " + "<&>" * 40})] * 600)
-    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=pending&payload=hit"), viewer_cookie)
+    path = await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=pending&payload=hit")
+    communicator = await connect(path, viewer_cookie)
 
     seen = await messages_until(communicator, lambda m: "Finished:" in m)
 
@@ -202,7 +204,8 @@ async def test_a_search_of_every_queue_names_the_queue_of_each_match(viewer_clie
     failed(console_mq, "m1", "{}", "quota exceeded", queue="mail")
     failed(console_mq, "s1", "{}", "quota exceeded", queue="sms")
     failed(console_mq, "x1", "{}", "quota exceeded", queue="other")
-    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?state=failed&error=quota&in=m"), viewer_cookie)
+    path = await sync_to_async(ws_path)(viewer_client, "/search/?state=failed&error=quota&in=m")
+    communicator = await connect(path, viewer_cookie)
 
     streamed = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 

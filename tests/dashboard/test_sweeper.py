@@ -14,8 +14,8 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from dashboard.sweeper import running_sweeper, sweeper_start, sweeper_status, sweeper_stop
 from queues import EchoMQ
 from queues.sweeper import sweeper_lock
-from tests.support.waiting import wait_until
 from tests.support.redis_servers import RedisServer
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_PROCESS = """

@@ -7,11 +7,17 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from exchange.gateway import (
-    DEFAULT_CONFIG, FIELDS, MAX_BODY_BYTES, GatewayConfig, InvalidOrder, OrderTooLarge, PlaceOrder, parse_place,
+    DEFAULT_CONFIG,
+    FIELDS,
+    MAX_BODY_BYTES,
+    GatewayConfig,
+    InvalidOrder,
+    OrderTooLarge,
+    PlaceOrder,
+    parse_place,
 )
 
 CONFIG = DEFAULT_CONFIG

@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from queues.locks import DRIFT_FACTOR, DRIFT_FLOOR_MS, LockLost, LockNotAcquired, Redlock, lock_clients
-from tests.support.waiting import wait_until
 from tests.support.redis_servers import RedisServer
+from tests.support.waiting import wait_until
 
 
 def _lock(urls: list[str], holder: str, **options: object) -> Redlock:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from queues import EchoMQ, QueueKeys
-from queues import moves
+from queues import EchoMQ, QueueKeys, moves
 
 
 def test_recover_expired_moves_every_lapsed_lease_in_batches(any_mq: EchoMQ) -> None:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from queues.cli import main
 from queues import EchoMQ, QueueKeys
+from queues.cli import main
 
 
 def emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from queues import EchoMQ, QueueKeys
 from queues.scripts import MOVES, READS, script

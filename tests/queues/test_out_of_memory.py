@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from queues import EchoMQ, QueueKeys
+from queues import EchoMQ
 from queues.cli import main
 from queues.errors import OutOfMemory
 from queues.worker import Worker

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from queues.errors import NotReplicated, NothingToClaim, OutOfMemory, Refused, Unavailable
+from queues.errors import NothingToClaim, NotReplicated, OutOfMemory, Refused, Unavailable
 from queues.moves import ClaimedJob
 from queues.worker.ledger import Held, Ledger
 

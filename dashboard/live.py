@@ -15,7 +15,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput, reads, validate_job_id
-from queues.follower import Follower, Update, job_history
+from queues.follower import Follower, Update
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
@@ -168,8 +168,8 @@ class JobPage(LivePage):
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True)]
         try:
-            view = await follower.mq.run(reads.job(self.queue, self.job_id))
-            history = await job_history(follower.mq, self.queue, self.job_id)
+            view = await follower.mq.job(self.queue, self.job_id)
+            history = await follower.mq.job_events(self.queue, self.job_id)
         except EmqError:
             self.stale = True
             return [_common(follower, 0, status=True)]

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-import redis
 from django.conf import settings
 
 from queues import EchoMQ, Unavailable
@@ -37,24 +36,15 @@ def emq() -> EchoMQ:
         with _lock:
             client = _clients.get(url)
             if client is None:
-                try:
-                    client = EchoMQ.from_url(url, actor="console", socket_timeout=SOCKET_TIMEOUT_S)
-                except (redis.exceptions.RedisError, OSError) as error:
-                    raise Unavailable(f"redis unreachable at {url}: {error}") from error
+                client = EchoMQ.from_url(url, actor="console", socket_timeout=SOCKET_TIMEOUT_S)
                 _clients[url] = client
     return client
 
 
 def read(call: Callable[[EchoMQ], T]) -> T:
-    """Runs one read, turning every way of not reaching Redis into :class:`Unavailable`."""
-    try:
-        return call(emq())
-    except Unavailable:
-        raise
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
-    except redis.exceptions.ClusterError as error:
-        raise Unavailable(f"redis cluster unavailable: {error}") from error
+    """Runs one read on the console's client, which raises only the project's errors
+    (:class:`Unavailable` for every way of not reaching Redis)."""
+    return call(emq())
 
 
 def live_follower() -> Follower | None:

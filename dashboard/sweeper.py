@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import redis
 from django.conf import settings
 
 from queues import EmqError
@@ -93,7 +92,7 @@ def _start_when_reachable(*, retry_s: float, **options: object) -> None:
     while not _stop.is_set():
         try:
             sweeper = start_sweeper(**options)  # type: ignore[arg-type]
-        except (EmqError, redis.exceptions.RedisError, OSError) as error:
+        except (EmqError, OSError) as error:
             log.warning("the sweeper waits for redis: %s", error)
             _stop.wait(retry_s)
             continue
@@ -139,7 +138,7 @@ def sweeper_status() -> SweeperStatus:
     last = sweeper.last if sweeper else None
     try:
         lock = sweeper.lock if sweeper else _reader(str(settings.EMQ_REDIS_URL), _lock_urls(None))
-    except (EmqError, redis.exceptions.RedisError, OSError) as error:
+    except (EmqError, OSError) as error:
         return SweeperStatus(None, f"cannot read the sweeper lock: {error}", this_process, interval, last)
     holder, unreachable = lock.inspect()
     error = ""

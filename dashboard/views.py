@@ -17,9 +17,6 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
-from queues.cluster import queue_location
-from queues.connection import is_cluster_client
-from queues.follower import find_job
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
@@ -51,14 +48,14 @@ def overview(request: HttpRequest) -> HttpResponse:
         names = known.names
         names = presenters.filter_names(names, name_filter)
         results = read(lambda mq: mq.stats_many(names)) if names else []
-        client = emq().redis
+        mq = emq()
     except Unavailable as error:
         return _unavailable(request, "dashboard/overview.html", error, context)
     now_ms = max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0)
     follower = live_follower()
     throughput = follower.throughput if follower else None
-    cluster = is_cluster_client(client)
-    locations = {n: queue_location(client, n) for n in names} if cluster else {}
+    cluster = mq.is_cluster
+    locations = {n: mq.location(n) for n in names} if cluster else {}
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
     context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster), queues_stale=known.stale,
@@ -156,7 +153,7 @@ def find(request: HttpRequest) -> HttpResponse:
     try:
         validate_job_id(job_id)
         names = [validate_queue_name(queue)] if queue else read(lambda mq: mq.queues())
-        found = read(lambda mq: find_job(mq, job_id, names))
+        found = read(lambda mq: mq.find_job(job_id, names))
     except InvalidInput as error:
         return render(request, "dashboard/find.html", {**context, "message": str(error)}, status=400)
     except Unavailable as error:

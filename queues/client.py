@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import hiredis
 import redis
@@ -21,53 +21,29 @@ import redis.exceptions
 from redis.crc import key_slot
 
 from . import moves, reads
+from .cluster import QueueLocation, queue_location
 from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
-from .errors import EmqError, InvalidInput, NotReplicated, OutOfMemory, Unavailable
-from .keys import QUEUE_REGISTRY, QueueKeys, validate_queue_name
-from .moves import BatchResult, Call, _text
+from .errors import InvalidInput, NotReplicated, Unavailable
+from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id
+from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
+from .redis_errors import NOT_RUN as _NOT_RUN
+from .redis_errors import UNREACHABLE as _UNREACHABLE
+from .redis_errors import ResponseError, translate
 from .scripts import MOVES, script
 from .wire import BlockingWire, Wire, wire_options
 
 T = TypeVar("T")
 
-# A failover or a resharding surfaces as CLUSTERDOWN, TRYAGAIN, an uncovered slot or
-# redis-py's "TTL exhausted" after redirections: in each the script did not run
-# or its outcome is unknown, as after a lost connection.
-_UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ClusterError,
-                redis.exceptions.TryAgainError, redis.exceptions.RedisClusterException)
-
-
-# Replies that mean the script did not run, so sending it again is safe.
-_NOT_RUN = (redis.exceptions.NoScriptError, redis.exceptions.MovedError, redis.exceptions.AskError,
-            redis.exceptions.TryAgainError)
+# How many EXISTS one round trip of find_job sends.
+_FIND_CHUNK: Final = 500
 
 
 def default_actor() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-# Replies that say the server did not run the script and will take it later: a replica that was a
-# master (READONLY), a dataset still loading (LOADING), another script running too long (BUSY).
-_NOT_NOW = (redis.exceptions.ReadOnlyError, redis.exceptions.BusyLoadingError)
-
-
-def _translate(call: Call[Any], error: Exception) -> Exception:
-    if isinstance(error, EmqError):
-        return error
-    if isinstance(error, redis.exceptions.OutOfMemoryError):
-        return OutOfMemory(f"redis is out of memory: {call.script} was refused before it ran, nothing was written")
-    if isinstance(error, _UNREACHABLE):
-        return Unavailable(f"redis unreachable during {call.script}: {error}")
-    if isinstance(error, _NOT_NOW) or (isinstance(error, redis.exceptions.ResponseError)
-                                       and str(error).startswith("BUSY")):
-        return Unavailable(f"redis did not run {call.script} ({error}); it is safe to send again later")
-    if isinstance(error, redis.exceptions.ResponseError) and "emq:" in str(error):
-        return InvalidInput(str(error).split("emq: ", 1)[-1])
-    return error
-
-
-def _parse(call: Call[T], reply: Any) -> T:
-    return call.parse(reply)
+def _translate(call: Call[Any], error: BaseException) -> BaseException:
+    return translate(error, call.script)
 
 
 def _result(call: Call[Any], reply: Any) -> Any:
@@ -170,64 +146,7 @@ class KnownQueues:
     stale: str  # why the list is the last one read, or '' when it was read just now
 
 
-class _Moves:
-    """The named moves, shared by both clients (``run`` is sync or async)."""
-
-    actor: str
-
-    def run(self, call: Call[Any]) -> Any:
-        raise NotImplementedError
-
-    def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
-                max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> Any:
-        return self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
-                                      max_attempts=max_attempts, actor=self.actor))
-
-    def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> Any:
-        return self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
-
-    def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> Any:
-        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
-
-    def complete(self, queue: str, job_id: str, token: object) -> Any:
-        return self.run(moves.complete(queue, job_id, token, actor=self.actor))
-
-    def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
-             backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> Any:
-        return self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
-
-    def release(self, queue: str, job_id: str, token: object) -> Any:
-        return self.run(moves.release(queue, job_id, token, actor=self.actor))
-
-    def pause(self, queue: str, *, reason: str = "") -> Any:
-        return self.run(moves.pause(queue, reason=reason, actor=self.actor))
-
-    def resume(self, queue: str) -> Any:
-        return self.run(moves.resume(queue, actor=self.actor))
-
-    def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
-                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Any:
-        return self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
-                                            expect_attempts=expect_attempts, actor=self.actor,
-                                            extra_attempts=extra_attempts))
-
-    def retry(self, queue: str, job_id: str, **seen: Any) -> Any:
-        return self.operator_move("retry", queue, job_id, **seen)
-
-    def recover(self, queue: str, job_id: str, **seen: Any) -> Any:
-        return self.operator_move("recover", queue, job_id, **seen)
-
-    def promote(self, queue: str, job_id: str, **seen: Any) -> Any:
-        return self.operator_move("promote", queue, job_id, **seen)
-
-    def cancel(self, queue: str, job_id: str, **seen: Any) -> Any:
-        return self.operator_move("cancel", queue, job_id, **seen)
-
-    def delete(self, queue: str, job_id: str, **seen: Any) -> Any:
-        return self.operator_move("delete", queue, job_id, **seen)
-
-
-class EchoMQ(_Moves):
+class EchoMQ:
     """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``.
 
     With ``wait_replicas=N`` every move is followed, on the same connection
@@ -414,6 +333,62 @@ class EchoMQ(_Moves):
             self.redis.sadd(QUEUE_REGISTRY, queue)
             self._registered.add(queue)
 
+    # Moves -----------------------------------------------------------------
+
+    def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
+                max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> str:
+        return self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
+                                      max_attempts=max_attempts, actor=self.actor))
+
+    def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> list[ClaimedJob]:
+        return self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
+
+    def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> int:
+        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
+
+    def complete(self, queue: str, job_id: str, token: object) -> int:
+        return self.run(moves.complete(queue, job_id, token, actor=self.actor))
+
+    def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
+             backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> str:
+        return self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
+
+    def release(self, queue: str, job_id: str, token: object) -> int:
+        return self.run(moves.release(queue, job_id, token, actor=self.actor))
+
+    def pause(self, queue: str, *, reason: str = "") -> moves.PauseResult:
+        return self.run(moves.pause(queue, reason=reason, actor=self.actor))
+
+    def resume(self, queue: str) -> moves.PauseResult:
+        return self.run(moves.resume(queue, actor=self.actor))
+
+    def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
+                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
+        return self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
+                                            expect_attempts=expect_attempts, actor=self.actor,
+                                            extra_attempts=extra_attempts))
+
+    def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,
+              expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
+        return self.operator_move("retry", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                                  extra_attempts=extra_attempts)
+
+    def recover(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                expect_attempts: int | str | None = None) -> MoveResult:
+        return self.operator_move("recover", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
+
+    def promote(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                expect_attempts: int | str | None = None) -> MoveResult:
+        return self.operator_move("promote", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
+
+    def cancel(self, queue: str, job_id: str, *, expect_state: str | None = None,
+               expect_attempts: int | str | None = None) -> MoveResult:
+        return self.operator_move("cancel", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
+
+    def delete(self, queue: str, job_id: str, *, expect_state: str | None = None,
+               expect_attempts: int | str | None = None) -> MoveResult:
+        return self.operator_move("delete", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
+
     def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
                      max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
         """Enqueue with one ``enqueue_many`` script per ``chunk`` jobs, pipelined; returns the new ids."""
@@ -432,7 +407,7 @@ class EchoMQ(_Moves):
                     ids.append(entry)
         return ids
 
-    def batches(self, make: Any) -> Iterator[BatchResult]:
+    def batches(self, make: Callable[[int], Call[BatchResult]]) -> Iterator[BatchResult]:
         """Calls a batch move again and again while it reports more, yielding each batch's tally.
 
         ``make(skip)`` builds the call; ``skip`` counts the inconsistent ids
@@ -440,7 +415,7 @@ class EchoMQ(_Moves):
         """
         skipped = 0
         while True:
-            result: BatchResult = self.run(make(skipped))
+            result = self.run(make(skipped))
             skipped += result.skipped
             yield result
             if not result.more:
@@ -468,12 +443,14 @@ class EchoMQ(_Moves):
         return self.run(reads.stats(queue))
 
     def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
+        """Each queue's stats or the error its read met, in order (one round trip per node)."""
         return self.run_many([reads.stats(q) for q in queues])
 
     def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> int:
         return self.run(reads.count_older(queue, state, older_than_ms))
 
     def page(self, queue: str, state: str, **where: Any) -> reads.Page:
+        """A page of a state's set; ``where`` as :func:`queues.reads.page` takes it (offset, after, limit, ...)."""
         return self.run(reads.page(queue, state, **where))
 
     def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> reads.JobView:
@@ -483,19 +460,19 @@ class EchoMQ(_Moves):
         """The whole payload, for a download; :class:`Refused` (``too_large``) above ``max_bytes``."""
         return self.run(reads.payload(queue, job_id, max_bytes=max_bytes))
 
-    def events(self, queue: str, *, count: int = 100, after: str | None = None) -> list[reads.Event]:
-        """The newest ``count`` events, newest first; or, with ``after``, the ones after that id, oldest first."""
-        key = QueueKeys(queue).events
-        count = moves._int(count, "count", 1, 10_000)
+    def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
+               since_ms: int | None = None) -> list[reads.Event]:
+        """The newest ``count`` events, newest first (none newer than the id ``up_to``, none older than
+        ``since_ms``); or, with ``after``, the ones after that id, oldest first."""
+        span = _EventsRange.of(queue, count, after, up_to, since_ms)
+        entries: Any
         try:
-            if after is None:
-                entries = self.redis.xrevrange(key, "+", "-", count=count)
+            if span.forward:
+                entries = self.redis.xrange(span.key, span.start, span.end, count=span.count)
             else:
-                entries = self.redis.xrange(key, f"({after}", "+", count=count)
-        except redis.exceptions.ResponseError as error:
-            raise InvalidInput(f"bad event id {after!r}: {error}") from error
-        except _UNREACHABLE as error:
-            raise Unavailable(f"redis unreachable: {error}") from error
+                entries = self.redis.xrevrange(span.key, span.start, span.end, count=span.count)
+        except Exception as error:
+            raise span.translate(error) from error
         return [reads.parse_event(entry_id, data) for entry_id, data in entries]
 
     def job_events(self, queue: str, job_id: str) -> list[reads.Event]:
@@ -506,8 +483,8 @@ class EchoMQ(_Moves):
         """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`)."""
         try:
             names = sorted({_text(n) for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
-        except _UNREACHABLE as error:
-            raise Unavailable(f"redis unreachable: {error}") from error
+        except Exception as error:
+            raise translate(error, "reading the queue registry") from error
         self._last_queues = names
         return names
 
@@ -515,8 +492,39 @@ class EchoMQ(_Moves):
         """How many keys the Redis (every master of a cluster) holds, of any owner: DBSIZE, O(1)."""
         try:
             return int(self.redis.dbsize())
-        except _UNREACHABLE as error:
-            raise Unavailable(f"redis unreachable: {error}") from error
+        except Exception as error:
+            raise translate(error, "DBSIZE") from error
+
+    def find_job(self, job_id: str, queues: Iterable[str]) -> list[str]:
+        """The queues (of ``queues``) that hold a job with this id: one pipelined EXISTS per queue."""
+        job_id = validate_job_id(job_id)
+        names = list(queues)
+        found: list[str] = []
+        try:
+            for start in range(0, len(names), _FIND_CHUNK):
+                chunk = names[start:start + _FIND_CHUNK]
+                pipe = self.redis.pipeline(transaction=False)
+                for name in chunk:
+                    pipe.exists(QueueKeys(name).job(job_id))
+                found += [name for name, hit in zip(chunk, pipe.execute()) if hit]
+        except Exception as error:
+            raise translate(error, "looking for a job") from error
+        return found
+
+    def ping(self) -> None:
+        """Raises :class:`Unavailable` unless the server (or the cluster node the client asks) answers PING."""
+        try:
+            self.redis.ping()
+        except Exception as error:
+            raise translate(error, "PING") from error
+
+    @property
+    def is_cluster(self) -> bool:
+        return is_cluster_client(self.redis)
+
+    def location(self, queue: str) -> QueueLocation:
+        """Where the queue's slot lives (a cluster's node; the one server otherwise)."""
+        return queue_location(self.redis, queue)
 
     def known_queues(self) -> KnownQueues:
         """The registered queues or, when the registry cannot be read, the list this client read last.
@@ -540,8 +548,8 @@ class EchoMQ(_Moves):
         """
         found: set[str] = set()
         for node in _primaries(self.redis):
-            for key in node.scan_iter(match="emq:{*}:*", count=step, _type="zset"):
-                name = _queue_of(_text(key))
+            for key in node.scan_iter(match=ANY_QUEUE_KEY_PATTERN, count=step, _type="zset"):
+                name = queue_of_key(_text(key))
                 if name:
                     found.add(name)
         known = set(self.queues())
@@ -560,18 +568,32 @@ def _primaries(client: SyncClient) -> list[Any]:
     return [client]
 
 
-def _queue_of(key: str) -> str | None:
-    if not key.startswith("emq:{"):
-        return None
-    end = key.find("}:", 5)
-    name = key[5:end] if end > 5 else ""
-    try:
-        return validate_queue_name(name)
-    except InvalidInput:
-        return None
+@dataclass(frozen=True, slots=True)
+class _EventsRange:
+    """What an events read sends: XRANGE from after an id (``forward``), else XREVRANGE from the newest."""
+
+    key: str
+    forward: bool
+    start: str
+    end: str
+    count: int
+
+    @classmethod
+    def of(cls, queue: str, count: int, after: str | None, up_to: str | None, since_ms: int | None) -> _EventsRange:
+        key, count = QueueKeys(queue).events, moves._int(count, "count", 1, 10_000)
+        if after is not None:
+            return cls(key, True, f"({after}", "+", count)
+        oldest = "-" if since_ms is None else f"{moves._int(since_ms, 'since_ms', 0)}-0"
+        return cls(key, False, "+" if up_to is None else up_to, oldest, count)
+
+    def translate(self, error: BaseException) -> BaseException:
+        if isinstance(error, ResponseError):
+            given = self.start.removeprefix("(") if self.forward else self.start
+            return InvalidInput(f"bad event id {given!r}: {error}")
+        return translate(error, "reading events")
 
 
-def _total(batches: Iterator[BatchResult]) -> BatchResult:
+def _total(batches: Iterable[BatchResult]) -> BatchResult:
     moved = missing = skipped = to_failed = 0
     for batch in batches:
         moved += batch.moved
@@ -581,7 +603,7 @@ def _total(batches: Iterator[BatchResult]) -> BatchResult:
     return BatchResult(moved, missing, skipped, False, to_failed)
 
 
-class AsyncEchoMQ(_Moves):
+class AsyncEchoMQ:
     """The asyncio client, used by the worker runner and the console's live parts."""
 
     def __init__(self, client: AsyncClient, *, actor: str | None = None, wait_replicas: int = 0,
@@ -591,6 +613,7 @@ class AsyncEchoMQ(_Moves):
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
         self._registered: set[str] = set()
+        self._last_queues: list[str] | None = None
         pool = getattr(client, "connection_pool", None)
         self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
         # One lean connection per node ("" when standalone) and event loop, opened on first use: the
@@ -673,6 +696,205 @@ class AsyncEchoMQ(_Moves):
             return None
         return BlockingRunner(self._wire_options, wait_replicas=self.wait_replicas,
                               wait_timeout_ms=self.wait_timeout_ms)
+
+    # Moves (as EchoMQ's) -----------------------------------------------------
+
+    async def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
+                      max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> str:
+        return await self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
+                                            max_attempts=max_attempts, actor=self.actor))
+
+    async def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> list[ClaimedJob]:
+        return await self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
+
+    async def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> int:
+        return await self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
+
+    async def complete(self, queue: str, job_id: str, token: object) -> int:
+        return await self.run(moves.complete(queue, job_id, token, actor=self.actor))
+
+    async def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
+                   backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> str:
+        return await self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
+
+    async def release(self, queue: str, job_id: str, token: object) -> int:
+        return await self.run(moves.release(queue, job_id, token, actor=self.actor))
+
+    async def pause(self, queue: str, *, reason: str = "") -> moves.PauseResult:
+        return await self.run(moves.pause(queue, reason=reason, actor=self.actor))
+
+    async def resume(self, queue: str) -> moves.PauseResult:
+        return await self.run(moves.resume(queue, actor=self.actor))
+
+    async def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
+                            expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
+        return await self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
+                                                  expect_attempts=expect_attempts, actor=self.actor,
+                                                  extra_attempts=extra_attempts))
+
+    async def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                    expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
+        return await self.operator_move("retry", queue, job_id, expect_state=expect_state,
+                                        expect_attempts=expect_attempts, extra_attempts=extra_attempts)
+
+    async def recover(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                      expect_attempts: int | str | None = None) -> MoveResult:
+        return await self.operator_move("recover", queue, job_id, expect_state=expect_state,
+                                        expect_attempts=expect_attempts)
+
+    async def promote(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                      expect_attempts: int | str | None = None) -> MoveResult:
+        return await self.operator_move("promote", queue, job_id, expect_state=expect_state,
+                                        expect_attempts=expect_attempts)
+
+    async def cancel(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                     expect_attempts: int | str | None = None) -> MoveResult:
+        return await self.operator_move("cancel", queue, job_id, expect_state=expect_state,
+                                        expect_attempts=expect_attempts)
+
+    async def delete(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                     expect_attempts: int | str | None = None) -> MoveResult:
+        return await self.operator_move("delete", queue, job_id, expect_state=expect_state,
+                                        expect_attempts=expect_attempts)
+
+    async def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
+                           max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
+        """As :meth:`EchoMQ.enqueue_many`."""
+        chunk = moves._int(chunk, "chunk", 1, moves.MAX_BATCH)
+        calls = [moves.enqueue_many(queue, payloads[start:start + chunk], delay_ms=delay_ms,
+                                    max_attempts=max_attempts, actor=self.actor)
+                 for start in range(0, len(payloads), chunk)]
+        ids: list[str] = []
+        for start in range(0, len(calls), 10):
+            for result in await self.run_many(calls[start:start + 10]):
+                if isinstance(result, BaseException):
+                    raise result
+                for entry in result:
+                    if isinstance(entry, BaseException):
+                        raise entry
+                    ids.append(entry)
+        return ids
+
+    async def batches(self, make: Callable[[int], Call[BatchResult]]) -> AsyncIterator[BatchResult]:
+        """As :meth:`EchoMQ.batches`."""
+        skipped = 0
+        while True:
+            result = await self.run(make(skipped))
+            skipped += result.skipped
+            yield result
+            if not result.more:
+                return
+
+    async def _batched(self, make: Callable[[int], Call[BatchResult]]) -> BatchResult:
+        return _total([batch async for batch in self.batches(make)])
+
+    async def recover_expired(self, queue: str, *, limit: int = 200) -> BatchResult:
+        return await self._batched(lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip))
+
+    async def retry_failed(self, queue: str, *, limit: int = 200, extra_attempts: int = 1) -> BatchResult:
+        cutoff = await self.server_time_ms(queue)
+        return await self._batched(lambda skip: moves.retry_failed(
+            queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1, skip=skip))
+
+    async def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200) -> BatchResult:
+        return await self._batched(lambda skip: moves.purge(
+            queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip))
+
+    # Reads (as EchoMQ's) -----------------------------------------------------
+
+    async def server_time_ms(self, queue: str) -> int:
+        return await self.run(reads.clock(queue))
+
+    async def stats(self, queue: str) -> reads.QueueStats:
+        return await self.run(reads.stats(queue))
+
+    async def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
+        return await self.run_many([reads.stats(q) for q in queues])
+
+    async def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> int:
+        return await self.run(reads.count_older(queue, state, older_than_ms))
+
+    async def page(self, queue: str, state: str, **where: Any) -> reads.Page:
+        return await self.run(reads.page(queue, state, **where))
+
+    async def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> reads.JobView:
+        return await self.run(reads.job(queue, job_id, payload_bytes=payload_bytes))
+
+    async def payload(self, queue: str, job_id: str, *, max_bytes: int = reads.PAYLOAD_READ_MAX) -> bytes:
+        return await self.run(reads.payload(queue, job_id, max_bytes=max_bytes))
+
+    async def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
+                     since_ms: int | None = None) -> list[reads.Event]:
+        """As :meth:`EchoMQ.events`."""
+        span = _EventsRange.of(queue, count, after, up_to, since_ms)
+        entries: Any
+        try:
+            if span.forward:
+                entries = await self.redis.xrange(span.key, span.start, span.end, count=span.count)
+            else:
+                entries = await self.redis.xrevrange(span.key, span.start, span.end, count=span.count)
+        except Exception as error:
+            raise span.translate(error) from error
+        return [reads.parse_event(entry_id, data) for entry_id, data in entries]
+
+    async def job_events(self, queue: str, job_id: str) -> list[reads.Event]:
+        return await self.run(reads.history(queue, job_id))
+
+    async def queues(self) -> list[str]:
+        try:
+            names = sorted({_text(n) async for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
+        except Exception as error:
+            raise translate(error, "reading the queue registry") from error
+        self._last_queues = names
+        return names
+
+    async def key_count(self) -> int:
+        try:
+            return int(await self.redis.dbsize())
+        except Exception as error:
+            raise translate(error, "DBSIZE") from error
+
+    async def known_queues(self) -> KnownQueues:
+        """As :meth:`EchoMQ.known_queues`."""
+        try:
+            return KnownQueues(await self.queues(), "")
+        except Unavailable as error:
+            if self._last_queues is None:
+                raise
+            return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
+                                                        "showing the one read last")
+
+    async def find_job(self, job_id: str, queues: Iterable[str]) -> list[str]:
+        """As :meth:`EchoMQ.find_job`."""
+        job_id = validate_job_id(job_id)
+        names = list(queues)
+        found: list[str] = []
+        try:
+            for start in range(0, len(names), _FIND_CHUNK):
+                chunk = names[start:start + _FIND_CHUNK]
+                pipe = self.redis.pipeline(transaction=False)
+                for name in chunk:
+                    pipe.exists(QueueKeys(name).job(job_id))
+                found += [name for name, hit in zip(chunk, await pipe.execute()) if hit]
+        except Exception as error:
+            raise translate(error, "looking for a job") from error
+        return found
+
+    async def ping(self) -> None:
+        try:
+            await self.redis.ping()
+        except Exception as error:
+            raise translate(error, "PING") from error
+
+    @property
+    def is_cluster(self) -> bool:
+        return is_cluster_client(self.redis)
+
+    def location(self, queue: str) -> QueueLocation:
+        return queue_location(self.redis, queue)
+
+    def keyslot(self, queue: str) -> int:
+        return key_slot(QueueKeys(queue).prefix.encode())
 
     async def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
         """Groups the calls by the node that owns their slot and pipelines each group on that node.

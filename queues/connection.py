@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .errors import UnsupportedServer
+from .redis_errors import translate
 
 DEFAULT_URL: Final = "redis://127.0.0.1:6379/0"
 
@@ -55,10 +56,13 @@ def check_version(info: dict[str, Any]) -> None:
 
 
 def is_cluster_url(url: str, socket_timeout: float | None = 5.0) -> bool:
-    """Asks the server whether cluster mode is on (``INFO server``), checking its version on the way."""
+    """Asks the server whether cluster mode is on (``INFO server``), checking its version on the way;
+    :class:`Unavailable` when it cannot be asked."""
     probe = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
     try:
         info = probe.info("server")
+    except Exception as error:
+        raise translate(error, "the first look at the server") from error
     finally:
         probe.close()
     check_version(info)

@@ -24,17 +24,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
-import redis
-import redis.exceptions
-
 from . import reads
-from .client import AsyncEchoMQ, EchoMQ
-from .cluster import QueueLocation, queue_location
+from .client import AsyncEchoMQ
+from .cluster import QueueLocation
 from .connection import AsyncClient, connect_async, is_cluster_url
 from .errors import EmqError, Unavailable
-from .keys import QUEUE_REGISTRY, QueueKeys, validate_job_id
+from .keys import QueueKeys, queue_of_key
 from .moves import _text
 from .reads import QueueStats
+from .redis_errors import UNREACHABLE, ResponseError
 
 # How many past events a queue new to the follower reads to fill its chart.
 SEED_EVENTS: Final = 2000
@@ -51,25 +49,7 @@ CHUNK: Final = 500
 # Beyond this many changed ids per publish, a page is told "any job may have changed".
 MAX_TRACKED_IDS: Final = 500
 
-_UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                       redis.exceptions.ClusterError, OSError, Unavailable)
-
-
-def find_job(mq: EchoMQ, job_id: str, queues: Iterable[str]) -> list[str]:
-    """The queues (of ``queues``) that hold a job with this id: one pipelined EXISTS per queue."""
-    job_id = validate_job_id(job_id)
-    names = list(queues)
-    found: list[str] = []
-    try:
-        for start in range(0, len(names), CHUNK):
-            chunk = names[start:start + CHUNK]
-            pipe = mq.redis.pipeline(transaction=False)
-            for name in chunk:
-                pipe.exists(QueueKeys(name).job(job_id))
-            found += [name for name, hit in zip(chunk, pipe.execute()) if hit]
-    except _UNREACHABLE as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
-    return found
+_UNREACHABLE: Final = (*UNREACHABLE, Unavailable)
 
 
 class Throughput:
@@ -315,7 +295,7 @@ class Follower:
             try:
                 self.cluster = await asyncio.to_thread(is_cluster_url, self.url, 2.0)
                 break
-            except (redis.exceptions.RedisError, OSError) as error:
+            except (EmqError, OSError) as error:
                 self._set_down(error)
                 await asyncio.sleep(RETRY_S)
         self.mq = AsyncEchoMQ.from_url(self.url, actor="console", socket_timeout=2.0, cluster=self.cluster)
@@ -355,7 +335,7 @@ class Follower:
                 self._set_down(error)
                 await asyncio.sleep(RETRY_S)
                 continue
-            except redis.exceptions.ResponseError as error:
+            except ResponseError as error:
                 log.warning("reading events failed: %s", error)
                 await asyncio.sleep(1.0)
                 continue
@@ -403,7 +383,7 @@ class Follower:
 
     async def _refresh_registry(self) -> None:
         assert self.mq is not None
-        names = sorted({_text(n) async for n in self.mq.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
+        names = await self.mq.queues()
         added = [n for n in names if n not in set(self.registered)]
         if self.registered and added:
             self._pending.queues_added += added
@@ -427,7 +407,7 @@ class Follower:
                 else:
                     self.errors[queue] = str(result) if isinstance(result, EmqError) else repr(result)
         if not queues and from_poll:
-            await self.mq.redis.ping()
+            await self.mq.ping()
             self._set_up()
 
     def _absorb_stats(self, queue: str, stats: QueueStats, seen: str | None, from_poll: bool) -> None:
@@ -436,7 +416,7 @@ class Follower:
         self.errors.pop(queue, None)
         self.now_ms = max(self.now_ms, stats.now_ms)
         if queue not in self.locations and self.mq is not None:
-            self.locations[queue] = queue_location(self.mq.redis, queue)
+            self.locations[queue] = self.mq.location(queue)
         last = stats.last_event_id
         if seen is None or (not last and seen != "0-0") or (last and _stream_id(last) < _stream_id(seen)):
             # New to us, or the stream is younger than our position (FLUSHALL,
@@ -464,14 +444,14 @@ class Follower:
         oldest entry read may be partial and is left out, so a bucket on the
         chart is either counted in full or shown empty, never undercounted.
         """
+        assert self.mq is not None
         window_ms = self.throughput.buckets * self.throughput.bucket_s * 1000
         try:
-            entries = await self.mq.redis.xrevrange(QueueKeys(queue).events, max=last, min=f"{now_ms - window_ms}-0",
-                                                    count=SEED_EVENTS)
-        except (redis.exceptions.RedisError, OSError) as error:
+            events = await self.mq.events(queue, up_to=last, since_ms=max(now_ms - window_ms, 0), count=SEED_EVENTS)
+        except EmqError as error:
             log.info("no chart history for %s: %s", queue, error)
             return
-        times = [_stream_id(_text(entry_id))[0] for entry_id, data in entries if not _is_heartbeat(data)]
+        times = [_stream_id(event.id)[0] for event in events if event.move != "extend"]
         if len(times) >= SEED_EVENTS:
             partial = self.throughput.bucket_of(times[-1])
             times = [ms for ms in times if self.throughput.bucket_of(ms) != partial]
@@ -482,7 +462,9 @@ class Follower:
         for key, entries in replies:
             if not entries:
                 continue
-            queue = _text(key)[5:-len("}:events")]
+            queue = queue_of_key(_text(key))
+            if queue is None:
+                continue
             ids: set[str] = set()
             for entry_id, data in entries:
                 if not _is_heartbeat(data):
@@ -532,9 +514,3 @@ class Follower:
 def _is_heartbeat(data: dict[Any, Any]) -> bool:
     """An ``extend`` event moves a lease deadline, not a job: pages follow it, the chart does not count it."""
     return (data.get(b"move") or data.get("move")) in (b"extend", "extend")
-
-
-async def job_history(mq: AsyncEchoMQ, queue: str, job_id: str) -> list[reads.Event]:
-    """A job's history from its own hash, newest first (as ``EchoMQ.job_events``)."""
-    result: list[reads.Event] = await mq.run(reads.history(queue, job_id))
-    return result

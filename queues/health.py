@@ -15,20 +15,14 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
-import redis
-import redis.exceptions
-
 from .client import EchoMQ
 from .connection import SyncClient, is_cluster_client
-from .errors import Unavailable
+from .errors import EmqError, Unavailable
 from .moves import _text
+from .redis_errors import ResponseError, translate
 from .scripts import _INCLUDE, LUA_DIR, script
 
 NOEVICTION: Final = "noeviction"
-
-_UNREACHABLE: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                       redis.exceptions.ClusterError, redis.exceptions.RedisClusterException, OSError)
-
 
 @dataclass(frozen=True, slots=True)
 class ServerHealth:
@@ -74,14 +68,14 @@ def server_health(mq: EchoMQ) -> ServerHealth:
         for node in primaries(mq.redis):
             try:
                 info = node.info("memory")
-            except redis.exceptions.ResponseError:
+            except ResponseError:
                 continue  # INFO denied (an ACL, a managed Redis): the policy stays unknown
             used += int(info.get("used_memory", 0) or 0)
             policy = _text(info.get("maxmemory_policy", ""))
             if policy:
                 policies.add(policy)
-    except _UNREACHABLE as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
+    except Exception as error:
+        raise translate(error, "INFO memory") from error
     return ServerHealth(used, tuple(sorted(policies)))
 
 
@@ -90,8 +84,8 @@ def ping(mq: EchoMQ) -> None:
     try:
         for node in primaries(mq.redis):
             node.ping()
-    except _UNREACHABLE as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
+    except Exception as error:
+        raise translate(error, "PING") from error
 
 
 def script_names() -> list[str]:
@@ -120,8 +114,8 @@ def scripts_load(mq: EchoMQ) -> list[str]:
                     problems.append(f"{name}: {reply}")
                 elif _text(reply) != script(name).sha:
                     problems.append(f"{name}: the server answered SHA {_text(reply)}, not {script(name).sha}")
-    except _UNREACHABLE as error:
-        raise Unavailable(f"redis unreachable: {error}") from error
+    except Exception as error:
+        raise translate(error, "SCRIPT LOAD") from error
     return problems
 
 
@@ -154,7 +148,7 @@ def warn_if_evicting_at(url: str | None) -> bool:
     """
     try:
         mq = EchoMQ.from_url(url)
-    except (*_UNREACHABLE, redis.exceptions.RedisError):
+    except EmqError:
         return False
     try:
         return warn_if_evicting(mq)

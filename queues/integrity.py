@@ -8,7 +8,6 @@ runs is judged at one instant, never reported as torn by mistake.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +41,9 @@ class IntegrityReport:
                 "problems": [{"id": p.id, "problem": p.problem, "detail": p.detail} for p in self.problems]}
 
 
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
-
-
 def check_step(queue: str, what: str, cursor: str, count: int) -> Call[tuple[str, int, list[Problem]]]:
     keys = QueueKeys(queue)
-    pattern = _glob_escape(keys.prefix) + "job:*"
+    pattern = keys.job_pattern()
 
     def parse(reply: list[Any]) -> tuple[str, int, list[Problem]]:
         next_cursor, looked, *flat = reply

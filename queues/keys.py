@@ -19,6 +19,10 @@ STATES: Final[tuple[State, ...]] = ("pending", "active", "done", "failed")
 # Where the names of known queues are registered (SADD by whoever creates a
 # queue). It is outside any queue's slot, so no script writes it.
 QUEUE_REGISTRY: Final = "emq:queues"
+# The sweeper's lock (see :mod:`queues.sweeper`), also outside every queue's slot.
+SWEEPER_LOCK: Final = "emq:lock:sweeper"
+# A SCAN pattern that matches the keys of every queue (and some others, which :func:`queue_of_key` sorts out).
+ANY_QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
 
 MAX_QUEUE_NAME = 128
 MAX_JOB_ID = 256
@@ -54,6 +58,29 @@ def _validate(value: object, what: str, max_length: int, forbidden: re.Pattern[s
     if bad:
         raise InvalidInput(f"{what} {value!r} contains {bad.group()!r}, which is not allowed")
     return value
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN MATCH pattern (a queue name may hold ``*``, ``?``, ``[`` or ``\\``)."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def queue_of_key(key: str) -> str | None:
+    """The queue whose key ``key`` is (``emq:{Q}:...``), or None when it is no queue's key."""
+    if not key.startswith("emq:{"):
+        return None
+    end = key.find("}:", 5)
+    name = key[5:end] if end > 5 else ""
+    try:
+        return validate_queue_name(name)
+    except InvalidInput:
+        return None
+
+
+# The names under a queue's prefix that the protocol itself uses; a caller's own key must take another.
+_PROTOCOL_NAMES: Final = frozenset({*STATES, "events", "workers", "worker", "counts", "paused", "job", "failures",
+                                    "failure", "m", "h"})
+_OWN_KEY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +140,17 @@ class QueueKeys:
         return self.prefix + "job:" + validate_job_id(job_id)
 
     def job_pattern(self) -> str:
-        return self.prefix + "job:*"
+        """A SCAN MATCH pattern for every job hash of this queue, the queue name escaped."""
+        return glob_escape(self.prefix) + "job:*"
+
+    def own(self, name: str) -> str:
+        """A key in the queue's slot for a caller's own script (see :func:`queues.scripts.script_from`),
+        under a name the protocol does not use, so a script of another package may write it in the
+        same atomic step as a move."""
+        if not isinstance(name, str) or not _OWN_KEY_NAME.fullmatch(name) or name in _PROTOCOL_NAMES:
+            raise InvalidInput(f"{name!r} cannot name a caller's key: it must be 1..64 of a-z 0-9 _, starting "
+                               "with a letter, and not one the protocol uses")
+        return self.prefix + name
 
     def script_keys(self, job_id: str | None) -> list[str]:
         """KEYS for every script: the four sets, the events, then the job or the prefix."""

@@ -21,9 +21,9 @@ from typing import Final
 from .client import EchoMQ
 from .connection import connect, redis_url
 from .errors import EmqError
+from .keys import SWEEPER_LOCK
 from .locks import LockHolder, LockLost, Redlock, lock_clients
 
-SWEEPER_LOCK_KEY: Final = "emq:lock:sweeper"
 DEFAULT_INTERVAL_S: Final = 5.0
 LOCK_URLS_ENV: Final = "EMQ_LOCK_URLS"
 
@@ -51,9 +51,9 @@ def sweeper_lock(*, url: str | None = None, lock_urls: Sequence[str] | None = No
     urls = lock_urls_from_env() if lock_urls is None else list(lock_urls)
     ttl_ms = max(int(interval_s * 3000), 1000)
     if len(urls) >= 2:
-        return Redlock(lock_clients(urls), SWEEPER_LOCK_KEY, ttl_ms=ttl_ms, holder=holder)
+        return Redlock(lock_clients(urls), SWEEPER_LOCK, ttl_ms=ttl_ms, holder=holder)
     client = lock_clients(urls, timeout_s=1.0)[0] if urls else connect(redis_url(url), socket_timeout=1.0)
-    return Redlock([client], SWEEPER_LOCK_KEY, ttl_ms=ttl_ms, holder=holder)
+    return Redlock([client], SWEEPER_LOCK, ttl_ms=ttl_ms, holder=holder)
 
 
 def sweep(mq: EchoMQ, *, limit: int = 500) -> SweepReport:

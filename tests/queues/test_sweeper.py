@@ -6,7 +6,8 @@ import pytest
 
 from queues import EchoMQ
 from queues.locks import lock_clients
-from queues.sweeper import SWEEPER_LOCK_KEY, Sweeper, start_sweeper, sweep, sweeper_holder, sweeper_lock
+from queues.keys import SWEEPER_LOCK
+from queues.sweeper import Sweeper, start_sweeper, sweep, sweeper_holder, sweeper_lock
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until
 
@@ -64,7 +65,7 @@ def test_a_sweeper_whose_lease_lapsed_gives_way_to_the_new_holder(mq: EchoMQ, re
     b = Sweeper(mq, sweeper_lock(url=redis_url, lock_urls=[], interval_s=0.0, holder="b"), interval_s=0)
     assert a.lock.ttl_ms == 1000
     assert a.run_once() is not None
-    mq.redis.pexpire(SWEEPER_LOCK_KEY, 1)
+    mq.redis.pexpire(SWEEPER_LOCK, 1)
     time.sleep(0.01)
 
     assert b.run_once() is not None
@@ -84,7 +85,7 @@ def test_several_lock_urls_make_the_sweeper_lock_a_redlock(mq: EchoMQ, monkeypat
 
         holder = sweeper.holder()
         assert holder is not None and (holder.holder, holder.nodes, holder.of, holder.unreachable) == ("site-1", 2, 3, 1)
-        assert all(c.get(SWEEPER_LOCK_KEY) for c in lock_clients([s.url for s in servers[1:]]))
+        assert all(c.get(SWEEPER_LOCK) for c in lock_clients([s.url for s in servers[1:]]))
     finally:
         for server in servers:
             server.cleanup()

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from queues import EchoMQ, Unavailable
+from queues import EchoMQ
 from queues.follower import Follower
 
 T = TypeVar("T")

@@ -26,9 +26,7 @@ from .connection import AsyncClient, SyncClient, connect, connect_async, is_clus
 from .errors import InvalidInput, NotReplicated, Unavailable
 from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
-from .redis_errors import NOT_RUN as _NOT_RUN
-from .redis_errors import UNREACHABLE as _UNREACHABLE
-from .redis_errors import ResponseError, translate
+from .redis_errors import NOT_RUN as _NOT_RUN, UNREACHABLE as _UNREACHABLE, ResponseError, translate
 from .scripts import MOVES, script
 from .wire import BlockingWire, Wire, wire_options
 

@@ -5,8 +5,8 @@ import time
 import pytest
 
 from queues import EchoMQ
-from queues.locks import lock_clients
 from queues.keys import SWEEPER_LOCK
+from queues.locks import lock_clients
 from queues.sweeper import Sweeper, start_sweeper, sweep, sweeper_holder, sweeper_lock
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until

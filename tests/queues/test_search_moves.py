@@ -83,8 +83,10 @@ def test_a_bulk_move_acts_on_at_most_the_count_confirmed(mq: EchoMQ) -> None:
 
 def test_a_bulk_move_stopped_half_way_leaves_every_job_in_exactly_one_state(mq: EchoMQ) -> None:
     ids = failed(mq, 500, "timeout")
-    steps = move_matches(mq, "retry", Search(Query("failed", error="timeout"), ["q"], Limits(lean_step_matches=50)),
-                         chunk=25)
+    # A step of 25 entries ends at its 25th, before its first look at the clock (every 32 entries), so each
+    # step finds exactly 25 jobs, moved as one chunk, even on the smallest budget: the run stops at 100 exactly.
+    limits = Limits(step_entries=25, lean_step_matches=25, step_budget_us=100)
+    steps = move_matches(mq, "retry", Search(Query("failed", error="timeout"), ["q"], limits), chunk=25)
 
     done = MoveTally()
     for tally in steps:

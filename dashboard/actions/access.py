@@ -34,3 +34,12 @@ def grant_refusal(user: Any, queue: str) -> str | None:
 
 def may_act(user: Any, queue: str | None = None) -> bool:
     return refusal(user, queue) is None
+
+
+def entry_refusal(user: Any, queues: list[str]) -> str | None:
+    """Why ``user`` may not act on a run over ``queues`` (every one of them must be theirs), or None."""
+    for queue in queues or [""]:
+        reason = refusal(user, queue)
+        if reason is not None:
+            return reason
+    return None

@@ -9,8 +9,9 @@ client between two of them, and a run can stop between any two.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Final
 
 from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
@@ -168,6 +169,23 @@ def search_steps(mq: EchoMQ, move: str, query: Query, queue: str, *, at_most: in
                                                                 detail=0))
     actor = mq.actor if actor is None else actor
     return _search_tallies(mq, move, engine, at_most, actor)
+
+
+def search_steps_many(mq: EchoMQ, move: str, query: Query, counts: Mapping[str, int], *,
+                      actor: str | None = None) -> Iterator[Tally]:
+    """The same over the queues of a search of many, one queue after the other, each on at most its own count.
+
+    Each queue is held to what it matched when the operator confirmed: a
+    queue where more match by then gives no extra jobs, and one queue's
+    extra matches never take another's place. All is checked before the
+    first step.
+    """
+    check_match_move(move, query.state)
+    parts = [search_steps(mq, move, query, queue, at_most=count, actor=actor) for queue, count in counts.items()
+             if count]
+    if not parts:
+        raise InvalidInput("no queue with a job to act on")
+    return chain.from_iterable(parts)
 
 
 def _search_tallies(mq: EchoMQ, move: str, engine: Search, at_most: int, actor: str) -> Iterator[Tally]:

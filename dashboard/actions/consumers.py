@@ -81,7 +81,7 @@ class RunConsumer(AsyncWebsocketConsumer):
     def _render(self) -> tuple[str, bool]:
         entry = AuditEntry.objects.get(pk=self.entry_id)
         html = render_to_string("dashboard/actions/run_progress.html", {
-            "entry": entry, "oob": True, "can_cancel": access.may_act(self.scope["user"], entry.queue)})
+            "entry": entry, "oob": True, "can_cancel": access.entry_refusal(self.scope["user"], entry.queues) is None})
         return html, entry.is_running
 
     async def _push(self) -> None:

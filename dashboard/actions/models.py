@@ -120,6 +120,22 @@ class AuditEntry(models.Model):
         return f"{seen.get('state', '')} (attempts {seen.get('attempts') or 'any'})"
 
     @property
+    def queues(self) -> list[str]:
+        """The queues the action touched: its own, or those of a search of many (their names in its counts)."""
+        if self.queue:
+            return [self.queue]
+        counts = self.parameters.get("counts") if isinstance(self.parameters, dict) else None
+        return [name for name in counts if isinstance(name, str)] if isinstance(counts, dict) else []
+
+    @property
+    def where(self) -> str:
+        """The queue, as a row or a run names it: one name, or how many queues."""
+        if self.queue:
+            return self.queue
+        queues = self.queues
+        return f"{len(queues)} queue{'' if len(queues) == 1 else 's'}" if queues else ""
+
+    @property
     def tally(self) -> str:
         if self.scope == self.Scope.JOB:
             return ""

@@ -7,6 +7,7 @@ read with one bounded script (O(log N)), never by walking the jobs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -129,6 +130,13 @@ def queue_preview(*, action: str, queue: str, older_than_ms: int) -> Preview:
                    nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.")
 
 
+_SEARCH_VERBS: Final = {"retry": "Retry", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}
+_SEARCH_WARNINGS: Final = {
+    "delete": "This cannot be undone.",
+    "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
+}
+
+
 def search_proposal(*, move: str, queue: str, query: Query, at_most: int) -> Proposal:
     check_match_move(move, query.state)
     return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.SEARCH,
@@ -138,16 +146,36 @@ def search_proposal(*, move: str, queue: str, query: Query, at_most: int) -> Pro
 def search_preview(*, move: str, queue: str, query: Query, count: int, counted: str) -> Preview:
     """Acting on what a search found: the query in words and how many it matched (``counted`` says when)."""
     proposal = search_proposal(move=move, queue=queue, query=query, at_most=max(count, 1))
-    verb = {"retry": "Retry", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}[move]
-    warning = {
-        "delete": "This cannot be undone.",
-        "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
-    }.get(move, "")
+    verb, warning = _SEARCH_VERBS[move], _SEARCH_WARNINGS.get(move, "")
     return Preview(proposal, count, f"{verb} the {_jobs(count)} {counted}: {query.describe()}, in", "?",
                    (warning + " " if warning else "") + "Each moves only if it is still as the search finds it; "
                    f"one that moved on is skipped. At most {_jobs(count)} move, even if more match by then.",
                    f"Yes, {verb.lower()} {_jobs(count)}", "Keep them",
                    nothing="" if count else f"No job matches {query.describe()} in {queue} now: nothing to do.")
+
+
+def search_many_proposal(*, move: str, query: Query, counts: Mapping[str, int]) -> Proposal:
+    check_match_move(move, query.state)
+    return Proposal(move, "", AuditEntry.Scope.SEARCH,
+                    {"query": query.as_dict(), "counts": {validate_queue_name(q): n for q, n in counts.items()}})
+
+
+def search_many_preview(*, move: str, query: Query, counts: Mapping[str, int], counted: str) -> Preview:
+    """Acting on what a search of many queues found: the query, the total, and each queue with its count."""
+    held = {queue: count for queue, count in counts.items() if count}
+    total = sum(held.values())
+    proposal = search_many_proposal(move=move, query=query, counts=held)
+    verb, warning = _SEARCH_VERBS[move], _SEARCH_WARNINGS.get(move, "")
+    listed = ", ".join(f"{queue} {count}" for queue, count in list(held.items())[:LISTED])
+    more = f" and {len(held) - LISTED} more" if len(held) > LISTED else ""
+    where = f"{len(held)} queue{'' if len(held) == 1 else 's'}"
+    return Preview(proposal, total, f"{verb} the {_jobs(total)} {counted}: {query.describe()}, in", f" {where} "
+                   f"({listed}{more})?",
+                   (warning + " " if warning else "") + "Each moves only if it is still as the search finds it; "
+                   "one that moved on is skipped. Each queue moves at most as many as it matched here, even if "
+                   "more match by then.",
+                   f"Yes, {verb.lower()} {_jobs(total)}", "Keep them",
+                   nothing="" if total else f"No job matches {query.describe()} in these queues now: nothing to do.")
 
 
 def pause_proposal(*, move: str, queue: str, reason: str) -> Proposal:

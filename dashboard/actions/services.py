@@ -6,6 +6,7 @@ at once (one script); bulk actions are checked here and handed to the runner.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -17,7 +18,7 @@ from queues.search import Query
 
 from . import access, runner
 from .audit import record_refused as record_refused  # the views record refusals through here
-from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, search_steps, selection_steps
+from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, search_steps, search_steps_many, selection_steps
 from .models import AuditEntry
 
 JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
@@ -119,6 +120,20 @@ def search_act(*, user: Any, move: str, queue: str, query: Query, at_most: int) 
     return _start(user, move, queue, AuditEntry.Scope.SEARCH, [], parameters, steps)
 
 
+def search_act_many(*, user: Any, move: str, query: Query, counts: Mapping[str, int]) -> AuditEntry:
+    """Starts one run over the queues a search of many matched in, each on at most its ``counts`` entry.
+
+    One audit row holds the query and every queue's count (its queue field
+    is empty: the row names many); the user must be allowed every queue.
+    """
+    for queue in counts:
+        check_access(user=user, queue=queue)
+    steps = search_steps_many(emq(), move, query, counts, actor=actor_for(user))
+    parameters = {"query": query.as_dict(), "describe": query.describe(), "counts": dict(counts),
+                  "at_most": sum(counts.values())}
+    return _start(user, move, "", AuditEntry.Scope.SEARCH, [], parameters, steps)
+
+
 def _start(user: Any, action: str, queue: str, scope: str, jobs: list[dict[str, str]], parameters: dict[str, object],
            steps: Any) -> AuditEntry:
     entry = AuditEntry.objects.create(
@@ -133,7 +148,9 @@ def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
     entry = AuditEntry.objects.get(pk=entry_id)
     if entry.scope == AuditEntry.Scope.JOB:
         raise InvalidInput("a single-job action cannot be cancelled")
-    check_access(user=user, queue=entry.queue)
+    reason = access.entry_refusal(user, entry.queues)
+    if reason is not None:
+        raise PermissionDenied(reason)
     if entry.is_running:
         AuditEntry.objects.filter(pk=entry_id, cancel_requested_by="").update(cancel_requested_by=user.get_username())
         runner.request_stop(entry_id)

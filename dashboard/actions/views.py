@@ -12,13 +12,21 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.search.requests import SearchRequest, count_from_token, valid_run_token
+from dashboard.search.requests import (
+    SearchRequest,
+    count_from_token,
+    counts_from_token,
+    parse_queue_counts,
+    queue_counts_text,
+    valid_run_token,
+)
 from dashboard.services import emq
 from queues import InvalidInput, Unavailable
 from queues.failures import groups
@@ -209,7 +217,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     entry = get_object_or_404(AuditEntry, pk=pk)
     return _page_or_fragment(request, "dashboard/actions/run.html",
-                             {"entry": entry, "can_cancel": access.may_act(request.user, entry.queue)})
+                             {"entry": entry, "can_cancel": access.entry_refusal(request.user, entry.queues) is None})
 
 
 @require_GET
@@ -220,7 +228,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     if filters["user"]:
         entries = entries.filter(username=filters["user"])
     if filters["queue"]:
-        entries = entries.filter(queue=filters["queue"])
+        # A run over a search of many names its queues in its counts.
+        entries = entries.filter(Q(queue=filters["queue"]) | Q(queue="", parameters__counts__has_key=filters["queue"]))
     if filters["action"]:
         entries = entries.filter(action=filters["action"])
     if filters["outcome"]:
@@ -268,8 +277,11 @@ def search_action(request: HttpRequest) -> HttpResponse:
     data = request.POST
     move = data.get("move", "")
     queue = data.get("q", "").strip()
+    if not queue and data.get("counts"):
+        return _search_many_action(request)
     if not queue:
-        raise InvalidInput("a bulk action acts on the search of one queue: search that queue")
+        raise InvalidInput("a bulk action acts on the search of one queue, or on the queues a finished search of "
+                           "many names: search that queue")
     now_ms = emq().server_time_ms(queue)
     search = SearchRequest.parse(data, now_ms=now_ms)
     check_match_move(move, search.query.state)
@@ -295,6 +307,54 @@ def search_action(request: HttpRequest) -> HttpResponse:
         return answer
     entry = services.search_act(user=request.user, move=move, queue=queue, query=search.query, at_most=at_most)
     return _started(request, entry)
+
+
+def _search_many_action(request: HttpRequest) -> HttpResponse:
+    """The same over a finished search of many queues: one confirmation for all of them, stating the query, the
+    total and each queue's count; one run, one audit row; each queue moves at most what it matched."""
+    data = request.POST
+    move = data.get("move", "")
+    posted = parse_queue_counts(data.get("counts", ""))
+    search = SearchRequest.parse(data, now_ms=emq().server_time_ms(next(iter(posted))))
+    check_match_move(move, search.query.state)
+    for queue in posted:
+        services.check_access(user=request.user, queue=queue)
+    run = data.get("run", "")
+    target = f"#search-runs-{run}" if valid_run_token(run) else "#action-runs"
+    fields = [("move", move), *search.params().items(), *([("run", run)] if valid_run_token(run) else [])]
+    if data.get("confirmation"):
+        counts = posted
+        if not sum(counts.values()):
+            raise InvalidInput("no queue with a job to act on")
+        proposal = previews.search_many_proposal(move=move, query=search.query, counts=counts)
+        answer = _confirmed(request, lambda: previews.search_many_preview(move=move, query=search.query,
+                                                                          counts=counts, counted=""),
+                            proposal, [*fields, ("counts", queue_counts_text(counts))], target)
+    else:
+        counts, counted = _search_many_count(request, search, list(posted))
+        preview = previews.search_many_preview(move=move, query=search.query, counts=counts, counted=counted)
+        held = preview.proposal.parameters["counts"]
+        answer = _confirmed(request, lambda: preview, preview.proposal, [*fields, ("counts", queue_counts_text(held))],
+                            target)
+    if answer is not None:
+        return answer
+    entry = services.search_act_many(user=request.user, move=move, query=search.query, counts=counts)
+    return _started(request, entry)
+
+
+def _search_many_count(request: HttpRequest, search: SearchRequest, queues: list[str]) -> tuple[dict[str, int], str]:
+    """Each queue's count: as the finished search signed them, or counted now (bounded in time)."""
+    signed = counts_from_token(request.POST.get("counted", ""), search, queues=queues, user_id=request.user.pk)
+    if signed is not None:
+        return signed, "the search found"
+    engine = Search(search.query, queues, Limits(max_queues=len(queues), max_matches=None, seconds=SEARCH_COUNT_S,
+                                                 detail=0))
+    for _ in engine.steps(emq()):
+        pass
+    counts = {p.queue: p.matched for p in engine.progress}
+    if engine.stopped:
+        return counts, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
+    return counts, "matching now"
 
 
 def _at_most(text: str) -> int:

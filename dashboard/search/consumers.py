@@ -30,7 +30,7 @@ from ..actions import access
 from ..consumers import BAD_REQUEST, accept_signed_in, watch_user
 from ..services import emq, read
 from .items import match_messages
-from .requests import SearchRequest, count_token, valid_run_token
+from .requests import SearchRequest, count_token, counts_token, queue_counts_text, valid_run_token
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +142,12 @@ class SearchConsumer(AsyncWebsocketConsumer):
 
     async def _act(self) -> str:
         """The act buttons of a finished search: per queue that matched and that the user may act on, the moves
-        of its state with that queue's count (each asks first, and runs as its own audited bulk run)."""
+        of its state with that queue's count (each asks first, and runs as its own audited bulk run); over many
+        queues, all of the user's, also the moves of every match at once (one confirmation, one run)."""
         engine, request, user = self.engine, self.search_request, self.scope["user"]
         assert engine is not None
         acts: list[dict[str, Any]] = []
+        all_act: dict[str, Any] | None = None
         note = ""
         if engine.stopped.startswith("stopped at"):
             note = f"More than {engine.matched} jobs matched: narrow the search to act on its matches."
@@ -163,7 +165,14 @@ class SearchConsumer(AsyncWebsocketConsumer):
                              "counted": count_token(one, count=progress.matched, user_id=user.pk), "moves": moves})
             if not acts:
                 note = "You may not act on the queues where it matched."
+            matched_in = [p for p in engine.progress if p.matched]
+            if len(matched_in) > 1 and len(acts) == len(matched_in):
+                counts = {p.queue: p.matched for p in matched_in}
+                all_act = {"count": engine.matched, "queues": len(counts), "params": list(request.params().items()),
+                           "counts": queue_counts_text(counts), "moves": moves,
+                           "counted": counts_token(request, counts=counts, user_id=user.pk)}
         return render_to_string("dashboard/search/_act.html", self._context(final=True, acts=acts, act_note=note,
+                                                                            all_act=all_act,
                                                                             many=len(engine.queues) > 1))
 
     def _progress(self, *, final: bool = False) -> str:

@@ -103,3 +103,48 @@ def count_from_token(token: str, search: SearchRequest, *, user_id: int) -> int 
         return None
     count = claims.get("n")
     return count if isinstance(count, int) and count >= 0 else None
+
+
+# A search of many queues acts on the queues where it matched, each on at most the count it matched there.
+MAX_ACT_QUEUES: Final = 100
+
+
+def parse_queue_counts(text: str) -> dict[str, int]:
+    """``{"queue": count, ...}`` as a form carries it: the queues a search of many matched in, with their counts."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not data:
+        raise InvalidInput("name the queues to act on as the finished search listed them")
+    if len(data) > MAX_ACT_QUEUES:
+        raise InvalidInput(f"a bulk action acts on at most {MAX_ACT_QUEUES} queues, not {len(data)}")
+    counts: dict[str, int] = {}
+    for name, count in data.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InvalidInput(f"the count of queue {name!r} must be a whole number of jobs, not {count!r}")
+        counts[validate_queue_name(name)] = count
+    return counts
+
+
+def queue_counts_text(counts: Mapping[str, int]) -> str:
+    return json.dumps(dict(counts), separators=(",", ":"))
+
+
+def counts_token(search: SearchRequest, *, counts: Mapping[str, int], user_id: int) -> str:
+    """What a finished search of many queues found in each, signed for this user (see :func:`count_token`)."""
+    return signing.dumps({"d": _digest(search), "c": dict(counts), "u": user_id}, salt=COUNT_SALT)
+
+
+def counts_from_token(token: str, search: SearchRequest, *, queues: list[str], user_id: int) -> dict[str, int] | None:
+    """The counts a search of many signed for exactly this request, these queues and this user, recently."""
+    try:
+        claims = signing.loads(token, salt=COUNT_SALT, max_age=COUNT_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    if not isinstance(claims, dict) or claims.get("d") != _digest(search) or claims.get("u") != user_id:
+        return None
+    counts = claims.get("c")
+    if not isinstance(counts, dict) or sorted(counts) != sorted(queues):
+        return None
+    return counts if all(isinstance(n, int) and n >= 0 for n in counts.values()) else None

@@ -163,3 +163,32 @@ def test_acting_on_a_failure_group_shows_the_confirmation_with_its_count(operato
     expect(page.locator(".run-progress .tally")).to_contain_text("3 moved, 0 skipped", timeout=15_000)
     assert mq.stats(queue).counts == {"pending": 3, "active": 0, "done": 0, "failed": 1}
     mq.close()
+
+
+def test_acting_on_a_search_of_many_queues_asks_once_with_the_query_the_total_and_each_queue(
+        operator_page: Page, console: Console) -> None:
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    for queue, count in (("browser-many-a", 2), ("browser-many-b", 1)):
+        for n in range(count):
+            mq.enqueue(queue, "{}", job_id=f"m{n}", max_attempts=1)
+            [job] = mq.claim(queue)
+            mq.run(moves.fail(queue, job.id, job.token, error="zebra quota exceeded", backoff_ms=0))
+    page = operator_page
+    page.goto(console.url + "search/?state=failed&error=zebra+quota&in=browser-many")
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    everything = page.locator(".search-act-all")
+    expect(everything).to_contain_text("All 3 matches in 2 queues:")
+
+    everything.locator("button[value=retry]").click()
+
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".confirm-question")).to_have_text(
+        "Retry the 3 jobs the search found: failed jobs whose error contains 'zebra quota', in "
+        "2 queues (browser-many-a 2, browser-many-b 1)?")
+    assert mq.stats("browser-many-a").counts["failed"] == 2  # nothing moved before the confirmation
+    dialog.locator("button.danger").click()
+    expect(page.locator(".run-progress .tally")).to_contain_text("3 moved, 0 skipped", timeout=15_000)
+    expect(page.locator(".run-progress")).to_contain_text("on 2 queues")
+    assert [mq.stats(q).counts["pending"] for q in ("browser-many-a", "browser-many-b")] == [2, 1]
+    mq.close()

@@ -6,6 +6,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from html import unescape
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -245,3 +246,44 @@ async def test_a_search_of_many_queues_offers_each_queue_its_own_moves_with_its_
     asked = await sync_to_async(operator_client.post)("/actions/search/", {**fields, "move": "retry"},
                                                       headers={"HX-Request": "true"})
     assert "Retry the 3 jobs the search found: failed jobs whose error contains" in asked.content.decode()
+
+
+async def test_a_search_of_many_queues_offers_every_match_at_once_with_each_queues_count(
+        operator_client: Client, console_mq: EchoMQ, operator_cookie: bytes) -> None:
+    for n in range(3):
+        failed(console_mq, f"m{n}", "{}", "quota exceeded", queue="mail")
+    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
+    failed(console_mq, "x0", "{}", "card declined", queue="other")
+    communicator = await connect(await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota"),
+                                 operator_cookie)
+    await messages_until(communicator, lambda m: "Finished:" in m)
+
+    act = await communicator.receive_from(timeout=5)
+
+    [form] = re.findall(r'<form class="search-act-form search-act-all".*?</form>', act, flags=re.S)
+    assert "All 4 matches in 2 queues:" in form and ">Retry 4</button>" in form and ">Delete 4</button>" in form
+    fields = {name: unescape(value) for name, value in
+              re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', form)}
+    assert "q" not in fields and json.loads(fields["counts"]) == {"mail": 3, "sms": 1}
+    asked = await sync_to_async(operator_client.post)("/actions/search/", {**fields, "move": "retry"},
+                                                      headers={"HX-Request": "true"})
+    html = asked.content.decode()
+    assert "Retry the 4 jobs the search found: failed jobs whose error contains &#x27;quota&#x27;, in" in html
+    assert "2 queues (mail 3, sms 1)?" in html
+
+
+async def test_a_search_of_many_offers_no_all_at_once_form_to_an_operator_kept_from_one_of_its_queues(
+        operator_client: Client, operator: User, console_mq: EchoMQ, operator_cookie: bytes) -> None:
+    from dashboard.actions.models import QueueGrant
+
+    await sync_to_async(QueueGrant.objects.create)(user=operator, pattern="mail")
+    failed(console_mq, "m0", "{}", "quota exceeded", queue="mail")
+    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
+    communicator = await connect(await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota"),
+                                 operator_cookie)
+    await messages_until(communicator, lambda m: "Finished:" in m)
+
+    act = await communicator.receive_from(timeout=5)
+
+    assert "search-act-all" not in act
+    assert re.findall(r'name="q" value="(\w+)"', act) == ["mail"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from .errors import InvalidInput
@@ -492,6 +492,7 @@ def parse_event(entry_id: Any, data: dict[Any, Any]) -> Event:
 _PERCENT = re.compile(rb"%([0-9A-F]{2})")
 
 
+
 def _unescape(field: bytes) -> str:
     return _PERCENT.sub(lambda m: bytes([int(m.group(1), 16)]), field).decode(errors="replace")
 
@@ -505,17 +506,19 @@ HISTORY_CODES: Final = {
 _ENTRY = re.compile(rb"([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t(.*))?)?", re.DOTALL)
 
 
-def parse_history(job_id: str, text: bytes) -> list[Event]:
+def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Event]:
     """A job's history field as events, newest first (as :meth:`EchoMQ.events` gives them).
 
     An entry is ``CODE DT ['.' ATTEMPTS] [TAB ACTOR [TAB ERROR]]``: DT counts ms from the first
-    entry's time, and an attempts or actor left out is the entry before's. Its ``from`` is the
-    previous entry's ``to`` (empty for the oldest kept). A line that does not parse is kept as a
-    move ``?`` with the line as its error.
+    entry's time, and an attempts or actor left out is the entry before's. A fail entry without
+    an error has the next fail entry's, and the newest one without an error has ``last_error``.
+    Its ``from`` is the previous entry's ``to`` (empty for the oldest kept). A line that does not
+    parse is kept as a move ``?`` with the line as its error.
     """
     events: list[Event] = []
     base: int | None = None
     source, attempts, actor = "", "0", ""
+    untold: list[int] = []
     for line in text.split(b"\n") if text else []:
         match = _ENTRY.fullmatch(line)
         if match is None or _text(match.group(1)) not in HISTORY_CODES:
@@ -529,9 +532,22 @@ def parse_history(job_id: str, text: bytes) -> list[Event]:
             attempts = _unescape(match.group(3))
         if match.group(4) is not None:
             actor = _unescape(match.group(4))
-        error = _unescape(match.group(5)) if match.group(5) is not None else ""
-        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts, error))
+        error = _unescape(match.group(5)) if match.group(5) is not None else None
+        if move == "fail" and error is None:
+            untold.append(len(events))
+        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts,
+                            error or ""))
         source = target
+    # Newest first: a fail entry that does not tell its error has the next one's, the newest last_error.
+    carried = last_error.decode(errors="replace")
+    for n in range(len(events) - 1, -1, -1):
+        if events[n].move != "fail":
+            continue
+        if untold and untold[-1] == n:
+            untold.pop()
+            events[n] = replace(events[n], error=carried)
+        else:
+            carried = events[n].error
     return events[::-1]
 
 
@@ -542,7 +558,7 @@ def history(queue: str, job_id: str) -> Call[list[Event]]:
 
     def parse(reply: list[Any]) -> list[Event]:
         refused_whole("history", reply, job_id)
-        return parse_history(job_id, reply[3])
+        return parse_history(job_id, reply[3], reply[4] if len(reply) > 4 else b"")
 
     return Call("history", keys.script_keys(job_id), [job_id], parse)
 

@@ -20,7 +20,7 @@
 -- claimed (its key is not a hash, its state is not 'pending', its attempts is
 -- not an integer below 99999999999999, or its due time is above that) is
 -- moved out of the way: to failed (score now), with state 'failed',
--- last_error 'corrupt: <why>' and finished_at when its key is a hash, and an
+-- last_error 'corrupt: <why>' when its key is a hash, and an
 -- event and history entry 'corrupt'. So no number of them can keep a due job
 -- behind them from being claimed. Each call looks at no more than
 -- count + 100 ids (claimed, removed or moved out of the way alike).
@@ -72,7 +72,8 @@ local function set_aside(id, job_key, why, f)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZADD', KEYS[4], now, id)
   if f then
-    redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'corrupt: ' .. why, 'finished_at', now)
+    keep_last_error(job_key, 'corrupt: ' .. why)
+    redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'corrupt: ' .. why)
     failure_enter(job_key, id, plan, now)
     emit(KEYS[5], 'corrupt', id, 'pending', 'failed', f[2] and cut_utf8(f[2], 64) or '', worker, now, job_key)
   else
@@ -107,8 +108,7 @@ local function walk(max_score, take)
           local payload = f[3] or ''
           redis.call('ZREM', KEYS[1], id)
           redis.call('ZADD', KEYS[2], deadline, id)
-          redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts,
-            'claim_id', claim_id, 'worker', worker, 'claimed_at', now)
+          redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts, 'claim_id', claim_id)
           emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key)
           count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
           reply[#reply + 1] = id

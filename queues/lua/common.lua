@@ -49,6 +49,26 @@ local function preview_of(payload)
   return nil
 end
 
+-- Claims allowed when a job has no max_attempts field.
+local DEFAULT_MAX_ATTEMPTS = 3
+-- A new job's fields, as HSET arguments. Each field costs every job its name
+-- and value, so what can be read elsewhere is not written: max_attempts only
+-- when it is not the default, and no created_at (the history's enqueue entry
+-- holds that time; see store_history).
+local function new_job_fields(payload, max_attempts)
+  local fields = {'state', 'pending', 'attempts', 0, 'payload', payload}
+  if max_attempts ~= DEFAULT_MAX_ATTEMPTS then
+    fields[#fields + 1] = 'max_attempts'
+    fields[#fields + 1] = max_attempts
+  end
+  local preview = preview_of(payload)
+  if preview then
+    fields[#fields + 1] = 'preview'
+    fields[#fields + 1] = preview
+  end
+  return fields
+end
+
 -- Control bytes (0x00-0x1F, 0x7F) and '%' as %XX, so that a history entry
 -- is one line of tab-separated fields whatever an actor or error holds.
 local function escape_field(text)
@@ -58,18 +78,23 @@ end
 -- A job's own history: one field of its hash, newline-separated entries, the
 -- newest last, that lives and dies with the job and costs a reader O(its own
 -- length) however busy the queue's event stream is. It is written compactly,
--- so that the history of a job that ran once stays within the 64 bytes a
--- Redis listpack holds per value (a longer value turns the hash into a
--- hashtable, about three times the memory):
+-- so that the history of a job that ran once or twice, with an error, stays
+-- within the 64 bytes a Redis listpack holds per value (a longer value turns
+-- the hash into a hashtable, about three times the memory):
 --   entry = CODE DT ['.' ATTEMPTS] ['\t' ACTOR ['\t' ERROR]]
 -- CODE one letter naming the move and the state it went to (MOVE_CODE), DT
 -- the ms since the first entry's time (the first entry: the time itself),
 -- ATTEMPTS written when it differs from the entry before (else it is the
 -- same; before the first entry it is 0), ACTOR written when it differs from
--- the entry before (else the same; before the first entry ''), always on a
--- fail entry, which also carries its ERROR (at most HISTORY_ERROR_BYTES).
+-- the entry before (else the same; before the first entry '') or when an
+-- ERROR follows. A fail entry (f, F) without an ERROR has the error of the
+-- next fail entry, and the newest fail entry's error is the job's last_error:
+-- a move leaves the error where it already is, and a move that overwrites
+-- last_error with another text first writes the old one into that entry
+-- (keep_last_error), at most HISTORY_ERROR_BYTES of it.
 -- At most HISTORY_MAX_ENTRIES entries and HISTORY_MAX_BYTES bytes: the
--- oldest go first, the new first entry taking the absolute time.
+-- oldest go first, the new first entry taking the absolute time (and when the
+-- enqueue entry goes, the hash gets the created_at it stood for).
 local HISTORY_MAX_ENTRIES = 32
 local HISTORY_MAX_BYTES = 4096
 local HISTORY_ERROR_BYTES = 256
@@ -103,6 +128,31 @@ local function parse_history(text)
   return entries
 end
 
+-- A history field's text as it was before escape_field.
+local function unescape_field(text)
+  return (string.gsub(text, '%%([0-9A-F][0-9A-F])', function(h) return string.char(tonumber(h, 16)) end))
+end
+
+-- What a history says of the fields the moves no longer write (an older
+-- script, or another runtime, may have written them, and fields are never
+-- cleared, so a reader takes these first): created_at, the enqueue entry's
+-- time while it is the first entry; claimed_at and worker, the newest
+-- claim's time and actor. Each is a string, or absent when the history
+-- does not tell.
+local function history_facts(text)
+  local facts = {}
+  local entries = text and text ~= '' and parse_history(text)
+  if not entries then return facts end
+  if entries[1] and entries[1].code == 'e' then facts.created_at = string.format('%d', entries[1].ts) end
+  for i = #entries, 1, -1 do
+    if entries[i].code == 'c' then
+      facts.claimed_at, facts.worker = string.format('%d', entries[i].ts), unescape_field(entries[i].actor)
+      break
+    end
+  end
+  return facts
+end
+
 -- Entries (attempts, actor and error already escaped) as the field's text.
 local function format_history(entries)
   local lines, base, attempts, actor = {}, nil, '0', ''
@@ -119,57 +169,100 @@ end
 
 -- What appending needs to know of a history field, in one pass and without
 -- building entries: the first entry's time, the attempts and actor in effect
--- after the last entry, and the number of entries; nil when it does not parse.
+-- after the last entry, the number of entries and the newest claim's time;
+-- nil when it does not parse.
 local function scan_history(text)
-  local base, attempts, actor, count = nil, '0', '', 0
+  local base, attempts, actor, count, claimed = nil, '0', '', 0, nil
   for line in string.gmatch(text, '[^\n]+') do
     local code, dt, rest, fields = string.match(line, '^(%a)(%-?%d+)([^\t]*)(.*)$')
     if not code or (rest ~= '' and string.byte(rest, 1) ~= 46) then return nil end
     if rest ~= '' then attempts = string.sub(rest, 2) end
     if fields ~= '' then actor = string.match(fields, '^\t([^\t]*)') end
-    base = base or tonumber(dt)
+    local ts = base and base + tonumber(dt) or tonumber(dt)
+    base = base or ts
+    if code == 'c' then claimed = ts end
     count = count + 1
   end
-  return base, attempts, actor, count
+  return base, attempts, actor, count, claimed
 end
 
-local function append_history(job_key, ts, move, to, attempts, actor, err)
-  local entry = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
-                 actor = escape_field(actor), err = err and escape_field(cut_utf8(err, HISTORY_ERROR_BYTES)) or nil}
-  -- A history far longer than any script writes, or one that does not parse,
-  -- was not written by one: it is replaced rather than extended.
-  local old = redis.call('HSTRLEN', job_key, 'history') <= 2 * HISTORY_MAX_BYTES
-    and redis.call('HGET', job_key, 'history') or false
-  local base, attempts_before, actor_before, count
-  if old and old ~= '' then base, attempts_before, actor_before, count = scan_history(old) end
-  if not base then
-    redis.call('HSET', job_key, 'history', format_history({entry}))
-    return
-  end
-  local line = entry.code .. string.format('%d', ts - base)
-  if entry.attempts ~= attempts_before then line = line .. '.' .. entry.attempts end
-  if entry.err or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
-  if entry.err then line = line .. '\t' .. entry.err end
-  if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
-    redis.call('HSET', job_key, 'history', old .. '\n' .. line)
-    return
-  end
-  -- Full: drop the oldest entries, the new first one taking the absolute time.
-  local entries = parse_history(old)
-  entries[#entries + 1] = entry
+-- Stores entries as the history field, dropping the oldest while there are
+-- too many or the text is too long; a dropped enqueue entry leaves its time
+-- as created_at. Returns the text stored.
+local function store_history(job_key, entries)
+  local first = entries[1]
   local text = format_history(entries)
   while #entries > 1 and (#entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES) do
     table.remove(entries, 1)
     text = format_history(entries)
   end
+  if first.code == 'e' and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
+    redis.call('HSET', job_key, 'created_at', string.format('%d', first.ts))
+  end
   redis.call('HSET', job_key, 'history', text)
+  return text
+end
+
+-- The job's history field when a script could have written it, else nil.
+local function read_history(job_key)
+  if redis.call('HSTRLEN', job_key, 'history') > 2 * HISTORY_MAX_BYTES then return nil end
+  return redis.call('HGET', job_key, 'history') or nil
+end
+
+-- Call before a move overwrites last_error with `new_error`: when the newest
+-- fail entry leaves its error to last_error and last_error is about to
+-- change, that entry gets the old text written out (cut to
+-- HISTORY_ERROR_BYTES), so the history loses no attempt's error.
+local function keep_last_error(job_key, new_error)
+  local old_error = redis.call('HGET', job_key, 'last_error')
+  if not old_error or old_error == new_error then return end
+  local text = read_history(job_key)
+  local entries = text and text ~= '' and parse_history(text)
+  if not entries then return end
+  for i = #entries, 1, -1 do
+    local code = entries[i].code
+    if code == 'f' or code == 'F' then
+      if entries[i].err then return end
+      entries[i].err = escape_field(cut_utf8(old_error, HISTORY_ERROR_BYTES))
+      store_history(job_key, entries)
+      return
+    end
+  end
+end
+
+-- Appends the move's entry; returns the newest claim's time in the history
+-- (nil when it holds none), which complete and fail count the run from.
+local function append_history(job_key, ts, move, to, attempts, actor)
+  local entry = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
+                 actor = escape_field(actor)}
+  -- A history far longer than any script writes, or one that does not parse,
+  -- was not written by one: it is replaced rather than extended.
+  local old = read_history(job_key)
+  local base, attempts_before, actor_before, count, claimed
+  if old and old ~= '' then base, attempts_before, actor_before, count, claimed = scan_history(old) end
+  if not base then
+    redis.call('HSET', job_key, 'history', format_history({entry}))
+    return move == 'claim' and ts or nil
+  end
+  if move == 'claim' then claimed = ts end
+  local line = entry.code .. string.format('%d', ts - base)
+  if entry.attempts ~= attempts_before then line = line .. '.' .. entry.attempts end
+  if entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
+  if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
+    redis.call('HSET', job_key, 'history', old .. '\n' .. line)
+    return claimed
+  end
+  -- Full: drop the oldest entries, the new first one taking the absolute time.
+  local entries = parse_history(old)
+  entries[#entries + 1] = entry
+  store_history(job_key, entries)
+  return claimed
 end
 
 -- Every move appends one entry to the queue's capped event stream (followers
 -- resume from the last id they saw) and, when the job's hash stays, one entry
 -- to the job's history. `job_key` is nil for moves that delete the hash and
--- for extend (a heartbeat is an event, not history); `err` is the fail
--- entry's error.
+-- for extend (a heartbeat is an event, not history).
 local EVENTS_MAXLEN = 10000
 -- Counters that outlive every reader: the hash <prefix>counts, one field per
 -- move (fail and recover per target: 'fail:pending', 'recover:failed'),
@@ -234,22 +327,24 @@ local function count_wait(prefix, ts, waited_ms)
   count_duration(prefix, 'wait', waited_ms)
 end
 
--- How long a job ran (claimed_at to now), when complete or fail finishes it.
-local function count_run(events_key, job_key, move, ts)
+-- How long a job ran (its claim to now), when complete or fail finishes it:
+-- from the history's newest claim, else (a job claimed by an older script or
+-- another runtime) its claimed_at field.
+local function count_run(events_key, job_key, move, ts, claimed)
   if not job_key or (move ~= 'complete' and move ~= 'fail') then return end
-  local claimed = to_int(redis.call('HGET', job_key, 'claimed_at') or '')
+  claimed = claimed or to_int(redis.call('HGET', job_key, 'claimed_at') or '')
   local now = tonumber(ts)
   if claimed and now and now >= claimed then count_duration(string.sub(events_key, 1, -7), 'run', now - claimed) end
 end
-local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, err)
+local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key)
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
   attempts = cut_utf8(tostring(attempts), 64)
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
-  if job_key then append_history(job_key, ts, move, to, attempts, actor, err) end
+  local claimed = job_key and append_history(job_key, ts, move, to, attempts, actor)
   count_move(events_key, move, to)
-  count_run(events_key, job_key, move, ts)
+  count_run(events_key, job_key, move, ts, claimed)
   local field = SERIES_FIELD[(move == 'fail' or move == 'recover') and (move .. ':' .. to) or move]
   if field then count_series(string.sub(events_key, 1, -7), ts, field) end
 end
@@ -358,6 +453,7 @@ end
 local function recover_one(job_key, id, attempts, now)
   local max_attempts = to_int(redis.call('HGET', job_key, 'max_attempts')) or 3
   local plan = (to_int(attempts) or 0) < max_attempts and nil or failure_plan('lease expired')
+  keep_last_error(job_key, 'lease expired')
   redis.call('ZREM', KEYS[2], id)
   if (to_int(attempts) or 0) < max_attempts then
     redis.call('ZADD', KEYS[1], now, id)
@@ -365,7 +461,7 @@ local function recover_one(job_key, id, attempts, now)
     return 'pending'
   end
   redis.call('ZADD', KEYS[4], now, id)
-  redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'lease expired', 'finished_at', now)
+  redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'lease expired')
   failure_enter(job_key, id, plan, now)
   return 'failed'
 end

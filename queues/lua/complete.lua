@@ -16,6 +16,6 @@ if refused then return refused end
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], now, id)
-redis.call('HSET', KEYS[6], 'state', 'done', 'finished_at', now)
+redis.call('HSET', KEYS[6], 'state', 'done')
 emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, KEYS[6])
 return {'OK', tostring(now)}

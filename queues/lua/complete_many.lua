@@ -56,7 +56,7 @@ for _, i in ipairs(ok) do
   ids[#ids + 1] = id
   scored[#scored + 1] = now
   scored[#scored + 1] = id
-  redis.call('HSET', job_key, 'state', 'done', 'finished_at', now)
+  redis.call('HSET', job_key, 'state', 'done')
   emit(KEYS[5], 'complete', id, 'active', 'done', tokens[i], actor, now, job_key)
 end
 redis.call('ZREM', KEYS[2], unpack(ids))

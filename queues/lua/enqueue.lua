@@ -10,9 +10,10 @@
 --                                         so a retried enqueue is idempotent
 --        {'REFUSED', 'wrongtype', key, type}  nothing was written
 -- Errors (nothing written): bad keys, delay_ms, max_attempts or payload.
--- Writes: the hash (state pending, attempts 0, payload, max_attempts,
--- created_at, preview when the payload is longer than 256 bytes, history),
--- the pending entry and an 'enqueue' event.
+-- Writes: the hash (state pending, attempts 0, payload, max_attempts unless
+-- it is 3, preview when the payload is longer than 256 bytes, history; the
+-- enqueue entry of the history holds the time created), the pending entry and
+-- an 'enqueue' event.
 local id, payload, actor = ARGV[1], ARGV[2], ARGV[5] or ''
 local err = check_keys(id)
 if err then return err end
@@ -31,10 +32,7 @@ end
 
 local now = now_ms()
 local due = now + delay
-local preview = preview_of(payload)
-redis.call('HSET', KEYS[6], 'state', 'pending', 'attempts', 0, 'payload', payload,
-  'max_attempts', max_attempts, 'created_at', now)
-if preview then redis.call('HSET', KEYS[6], 'preview', preview) end
+redis.call('HSET', KEYS[6], unpack(new_job_fields(payload, max_attempts)))
 redis.call('ZADD', KEYS[1], due, id)
 emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, KEYS[6])
 return {'OK', tostring(due)}

@@ -59,10 +59,7 @@ local scored = {}
 for _, i in ipairs(fresh) do
   local id, payload = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
   local job_key = PREFIX .. 'job:' .. id
-  redis.call('HSET', job_key, 'state', 'pending', 'attempts', 0, 'payload', payload,
-    'max_attempts', max_attempts, 'created_at', now)
-  local preview = preview_of(payload)
-  if preview then redis.call('HSET', job_key, 'preview', preview) end
+  redis.call('HSET', job_key, unpack(new_job_fields(payload, max_attempts)))
   scored[#scored + 1] = due
   scored[#scored + 1] = id
   emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, job_key)

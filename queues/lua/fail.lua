@@ -3,8 +3,9 @@
 -- fail: the lease holder's handler failed. While attempts < max_attempts the
 -- job goes back to pending, due after backoff_ms * 2^min(attempts-1, 31),
 -- at most one hour; otherwise it goes to failed. The error, cut to 4096
--- bytes at a character boundary, is kept as last_error, and its first 256
--- bytes in the job's history. A job without an integer max_attempts
+-- bytes at a character boundary, is kept as last_error (the job's history
+-- refers to it, and keeps the first 256 bytes of the error before it when it
+-- differs). A job without an integer max_attempts
 -- (another runtime's three-field job) gets 3.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
@@ -23,18 +24,19 @@ if refused then return refused end
 
 local max_attempts = to_int(redis.call('HGET', KEYS[6], 'max_attempts')) or 3
 local now = now_ms()
+keep_last_error(KEYS[6], message)
 if token < max_attempts then
   local due = now + math.floor(math.min(backoff * 2 ^ math.min(token - 1, 31), 3600000))
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZADD', KEYS[1], due, id)
   redis.call('HSET', KEYS[6], 'state', 'pending', 'last_error', message)
-  emit(KEYS[5], 'fail', id, 'active', 'pending', token, actor, now, KEYS[6], message)
+  emit(KEYS[5], 'fail', id, 'active', 'pending', token, actor, now, KEYS[6])
   return {'OK', 'pending', tostring(due)}
 end
 local plan = failure_plan(message)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[4], now, id)
-redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', message, 'finished_at', now)
+redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', message)
 failure_enter(KEYS[6], id, plan, now)
-emit(KEYS[5], 'fail', id, 'active', 'failed', token, actor, now, KEYS[6], message)
+emit(KEYS[5], 'fail', id, 'active', 'failed', token, actor, now, KEYS[6])
 return {'OK', 'failed', tostring(now)}

@@ -14,7 +14,11 @@
 --         payload length, payload (whole, or the preview, or ''),
 --         payload whole (1 | 0), field count (HLEN),
 --         then per other field (not payload, not history): name, value
---         ('' when longer than 4096 bytes), value length}
+--         ('' when longer than 4096 bytes), value length; then the fields
+--         the moves do not store, as the job's history and sets tell them:
+--         created_at, worker, claimed_at (from the history) and finished_at
+--         (the score in done or failed) in place of any stored value, and
+--         max_attempts 3 when the hash has none}
 local id = ARGV[1]
 local err = check_keys(id)
 if err then return err end
@@ -49,14 +53,35 @@ else
   names = {'state', 'attempts', 'max_attempts', 'created_at', 'claim_id', 'worker', 'claimed_at',
            'finished_at', 'last_error', 'preview', 'client_order_id'}
 end
+-- The fields the moves no longer write, as the history and the sets tell
+-- them; they stand in for stored values, which may be stale.
+local derived = {}
+if redis.call('HSTRLEN', KEYS[6], 'history') <= 16384 then
+  derived = history_facts(redis.call('HGET', KEYS[6], 'history') or '')
+end
+local finished = reply[4] ~= '' and reply[4] or reply[5]
+if finished ~= '' then derived.finished_at = finished end
+local function add(name, value, n)
+  reply[#reply + 1] = name
+  reply[#reply + 1] = value
+  reply[#reply + 1] = n
+end
 for _, name in ipairs(names) do
   if name ~= 'payload' and name ~= 'history' then
-    local n = redis.call('HSTRLEN', KEYS[6], name)
-    if n > 0 or redis.call('HEXISTS', KEYS[6], name) == 1 then
-      reply[#reply + 1] = name
-      reply[#reply + 1] = n <= 4096 and redis.call('HGET', KEYS[6], name) or ''
-      reply[#reply + 1] = n
+    local value = derived[name]
+    derived[name] = nil
+    if value then
+      add(name, value, #value)
+    else
+      local n = redis.call('HSTRLEN', KEYS[6], name)
+      if n > 0 or redis.call('HEXISTS', KEYS[6], name) == 1 then
+        add(name, n <= 4096 and redis.call('HGET', KEYS[6], name) or '', n)
+      end
     end
   end
 end
+for _, name in ipairs({'created_at', 'worker', 'claimed_at', 'finished_at'}) do
+  if derived[name] then add(name, derived[name], #derived[name]) end
+end
+if redis.call('HEXISTS', KEYS[6], 'max_attempts') == 0 then add('max_attempts', tostring(DEFAULT_MAX_ATTEMPTS), 1) end
 return reply

@@ -24,9 +24,11 @@
 --         'error'       last_error or the error of an earlier attempt (in
 --                       the job's history), lowercased, holds the value
 --                       (give it lowercased; plain find)
---         'worker'      the worker field holds the value (plain find)
+--         'worker'      the worker holds the value (plain find): the actor of
+--                       the history's newest claim, else the worker field
 --         'group'       the job is in this failure group (its fsig field)
---         'created_min' / 'created_max'   created_at is >= / <= the value
+--         'created_min' / 'created_max'   the creation time (the history's
+--                       enqueue entry, else created_at) is >= / <= the value
 --         'json'        the payload is a JSON document (at most 64 KiB;
 --                       decoded with cjson under pcall) whose value at a
 --                       path equals a value: the filter's value is
@@ -197,6 +199,19 @@ local function history_error_holds(history)
   return false
 end
 
+-- What the job's history tells of its worker and creation time (the moves
+-- do not store them), read once per entry and only when asked.
+local function facts_of(job_key, f)
+  if f.facts == nil then
+    local history = f.history
+    if not history and redis.call('HSTRLEN', job_key, 'history') <= MAX_HISTORY then
+      history = redis.call('HGET', job_key, 'history')
+    end
+    f.facts = history_facts(history or '')
+  end
+  return f.facts
+end
+
 -- A match's payload head: a long payload's preview field when it has one (not the payload itself).
 local function payload_head(job_key, payload)
   if payload then return cut_utf8(payload, 120), #payload end
@@ -308,9 +323,12 @@ while looked < max_looked and matched < max_matches do
       ok = (f.last_error and string.find(string.lower(f.last_error), error_text, 1, true) ~= nil)
         or history_error_holds(f.history)
     end
-    if ok and worker_text ~= nil then ok = f.worker and string.find(f.worker, worker_text, 1, true) ~= nil end
+    if ok and worker_text ~= nil then
+      local worker = facts_of(job_key, f).worker or f.worker
+      ok = worker and string.find(worker, worker_text, 1, true) ~= nil
+    end
     if ok and (created_min ~= nil or created_max ~= nil) then
-      local created = to_int(f.created_at)
+      local created = to_int(facts_of(job_key, f).created_at or f.created_at)
       ok = created ~= nil and (created_min == nil or created >= created_min)
         and (created_max == nil or created <= created_max)
     end
@@ -348,7 +366,7 @@ while looked < max_looked and matched < max_matches do
         last_error = redis.call('HGET', job_key, 'last_error')
       end
       reply[#reply + 1] = cut_utf8(last_error or '', 300)
-      reply[#reply + 1] = cut_utf8(f.worker or '', 200)
+      reply[#reply + 1] = cut_utf8(facts_of(job_key, f).worker or f.worker or '', 200)
       matched = matched + 1
     end
     if looked >= max_looked or matched >= max_matches then stop = true; break end

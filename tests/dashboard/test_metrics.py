@@ -220,7 +220,8 @@ def test_the_wait_and_run_histograms_count_each_claim_and_finish(client: Client,
     now = console_mq.server_time_ms("mail")
     console_mq.redis.zadd(QueueKeys("mail").pending, {"a": now - 20_000})  # due 20 s ago
     [job] = console_mq.claim("mail", lease_ms=60_000)
-    console_mq.redis.hset(QueueKeys("mail").job("a"), "claimed_at", now - 2_000)  # as if it ran 2 s
+    # As if it ran 2 s: the run counts from the history's claim entry (PROTOCOL.md, section 9).
+    console_mq.redis.hset(QueueKeys("mail").job("a"), "history", f"e{now - 2_000}\ttest\nc0.1")
     console_mq.complete("mail", job.id, job.token)
     token = api_token_create(user=viewer, name="prometheus")
 

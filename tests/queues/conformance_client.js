@@ -82,13 +82,14 @@ async function claim(queue, leaseMs, count) {
 }
 
 // Section 9: entries split by \n; each CODE DT ['.' ATTEMPTS] [\t ACTOR [\t ERROR]], DT counted from the
-// first entry's time, an attempts or actor left out being the entry before's; %XX undone; from = previous to.
+// first entry's time, an attempts or actor left out being the entry before's; %XX undone; from = previous to;
+// a fail entry without an error has the next fail entry's, the newest such the job's last_error.
 const CODES = {
   e: ['enqueue', 'pending'], c: ['claim', 'active'], d: ['complete', 'done'], f: ['fail', 'pending'],
   F: ['fail', 'failed'], r: ['release', 'pending'], R: ['retry', 'pending'], v: ['recover', 'pending'],
   V: ['recover', 'failed'], p: ['promote', 'pending'], x: ['cancel', 'failed'], k: ['corrupt', 'failed'],
 };
-function parseHistory(text) {
+function parseHistory(text, lastError) {
   const unescape = (s) => Buffer.from(s.replace(/%([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
   const entries = [];
   let base = null;
@@ -108,14 +109,21 @@ function parseHistory(text) {
     entries.push(entry);
     from = to;
   }
+  let carried = lastError;
+  for (let i = entries.length - 1; i >= 0; i -= 1) {
+    if (entries[i].move !== 'fail') continue;
+    if (entries[i].error === undefined) entries[i].error = carried;
+    else carried = entries[i].error;
+  }
   return entries;
 }
 
 async function history(queue, id) {
   const reply = await call('history', keys(queue, id), [id]);
   check(Array.isArray(reply) && typeof reply[0] === 'number' && typeof reply[1] === 'string'
-    && typeof reply[2] === 'number' && typeof reply[3] === 'string', 'history reply types', reply);
-  return parseHistory(reply[3]);
+    && typeof reply[2] === 'number' && typeof reply[3] === 'string' && typeof reply[4] === 'string',
+  'history reply types', reply);
+  return parseHistory(reply[3], reply[4]);
 }
 
 const state = {};

@@ -44,9 +44,11 @@ def test_the_history_keeps_the_newest_entries_within_its_caps(mq: EchoMQ) -> Non
     history = mq.job_events("q", "a")
 
     assert len(raw) <= 4096 and len(history) <= 32
-    assert history[0].move == "fail" and history[0].error.startswith("attempt 40: ")
-    # Each fail entry keeps that attempt's error, cut at a character boundary to 256 bytes.
-    assert all(len(e.error.encode()) <= 256 and "\ufffd" not in e.error for e in history if e.move == "fail")
+    assert history[0].move == "fail" and history[0].error == mq.job("q", "a").text("last_error")
+    # Each earlier fail entry keeps that attempt's error, cut at a character boundary to 256 bytes.
+    earlier = [e for e in history[1:] if e.move == "fail"]
+    assert [e.error[:11] for e in earlier[:2]] == ["attempt 39:", "attempt 38:"]
+    assert all(len(e.error.encode()) <= 256 and "\ufffd" not in e.error for e in earlier)
 
 
 def test_control_characters_in_an_actor_or_error_cannot_forge_an_entry(mq: EchoMQ) -> None:
@@ -96,6 +98,90 @@ def test_a_job_that_ran_once_keeps_its_history_within_a_listpack_value(mq: EchoM
         ("enqueue", "0", "host-1:12345"), ("claim", "1", "host-1:12345"), ("complete", "1", "host-1:12345")]
 
 
+def test_a_job_that_failed_once_and_then_completed_stays_a_listpack_and_keeps_its_error(mq: EchoMQ, redis_url: str) -> None:
+    error = "ValueError: bad input (at handlers.py:12 in send)"
+    producer = EchoMQ.from_url(redis_url, actor="api-1:4242")
+    worker = EchoMQ.from_url(redis_url, actor="host-1:12345")
+    producer.enqueue("q", '{"to": "user1@example.com"}', job_id="a")
+    [job] = worker.claim("q")
+    worker.fail("q", "a", job.token, error=error, backoff_ms=0)
+    [job] = worker.claim("q")
+    worker.complete("q", "a", job.token)
+    producer.close()
+    worker.close()
+
+    stored = mq.redis.hgetall(QueueKeys("q").job("a"))
+    assert mq.redis.object("encoding", QueueKeys("q").job("a")) == b"listpack"
+    assert max(len(value) for value in stored.values()) <= 64 and error.encode() not in stored[b"history"]
+    assert [(e.move, e.actor, e.error) for e in reversed(mq.job_events("q", "a"))] == [
+        ("enqueue", "api-1:4242", ""), ("claim", "host-1:12345", ""), ("fail", "host-1:12345", error),
+        ("claim", "host-1:12345", ""), ("complete", "host-1:12345", "")]
+
+
+def test_an_attempts_error_is_written_into_its_entry_before_another_text_replaces_it(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a", max_attempts=5)
+    for error in ("same", "same", "other"):
+        [job] = mq.claim("q")
+        mq.fail("q", "a", job.token, error=error, backoff_ms=0)
+    once = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    mq.claim("q")
+    mq.cancel("q", "a", expect_state="active")
+
+    history = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    assert once.count(b"same") == 1 and b"other" not in once
+    assert history.count(b"same") == 1 and history.count(b"other") == 1
+    assert [e.error for e in reversed(mq.job_events("q", "a")) if e.move == "fail"] == ["same", "same", "other"]
+    assert mq.job("q", "a").text("last_error") == "cancelled"
+
+
+def test_the_job_read_tells_the_times_and_worker_the_moves_do_not_store(mq: EchoMQ, redis_url: str) -> None:
+    worker = EchoMQ.from_url(redis_url, actor="host-9:1")
+    mq.enqueue("q", "x", job_id="a")
+    [job] = worker.claim("q")
+    worker.complete("q", "a", job.token)
+    worker.close()
+
+    view = mq.job("q", "a")
+    moves = {e.move: e for e in mq.job_events("q", "a")}
+    stored = set(mq.redis.hkeys(QueueKeys("q").job("a")))
+
+    assert stored == {b"state", b"attempts", b"payload", b"claim_id", b"history"}
+    assert view.text("created_at") == str(moves["enqueue"].ts_ms)
+    assert (view.text("worker"), view.text("claimed_at")) == ("host-9:1", str(moves["claim"].ts_ms))
+    assert view.text("finished_at") == str(view.scores["done"]) == str(moves["complete"].ts_ms)
+    assert view.text("max_attempts") == "3"
+
+
+def test_a_job_written_by_the_previous_scripts_reads_and_moves_on_without_its_stale_fields(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.hset(keys.job("a"), mapping={
+        "state": "pending", "attempts": "1", "payload": "x", "max_attempts": "3", "created_at": "1700000000000",
+        "claim_id": "ab", "worker": "old-worker", "claimed_at": "1700000000016", "last_error": "broke",
+        "history": "e1700000000000\tapi\nc16.1\told-worker\nf30\told-worker\tbroke"})
+    mq.redis.zadd(keys.pending, {"a": 0})
+
+    before = mq.job_events("q", "a")
+    [job] = mq.claim("q")
+    view = mq.job("q", "a")
+
+    assert [(e.move, e.actor, e.error) for e in before] == [
+        ("fail", "old-worker", "broke"), ("claim", "old-worker", ""), ("enqueue", "api", "")]
+    assert (view.text("worker"), view.text("created_at")) == ("test", "1700000000000")
+    assert int(view.text("claimed_at")) == mq.job_events("q", "a")[0].ts_ms > 1700000000016
+    assert job.attempts == 2 and view.text("claim_id") == job.claim_id
+
+
+def test_the_creation_time_outlives_the_enqueue_entry(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a", max_attempts=100)
+    created = mq.job("q", "a").text("created_at")
+    for n in range(40):
+        [job] = mq.claim("q")
+        mq.release("q", "a", job.token)
+
+    assert "enqueue" not in {e.move for e in mq.job_events("q", "a")}
+    assert mq.redis.hget(QueueKeys("q").job("a"), "created_at").decode() == created == mq.job("q", "a").text("created_at")
+
+
 def test_dropping_the_oldest_entries_keeps_every_time_attempt_and_actor_right(mq: EchoMQ) -> None:
     mq.enqueue("q", "x", job_id="a", max_attempts=100)
     for _ in range(40):
@@ -125,4 +211,4 @@ def test_the_history_read_of_a_key_of_another_type_answers_empty(mq: EchoMQ) -> 
 
     reply = mq.run(Call("history", QueueKeys("q").script_keys("a"), ["a"], lambda r: r))
 
-    assert reply[1:] == [b"string", 0, b""]
+    assert reply[1:] == [b"string", 0, b"", b""]

@@ -174,7 +174,7 @@ def test_a_job_written_by_the_previous_scripts_reads_and_moves_on_without_its_st
 def test_the_creation_time_outlives_the_enqueue_entry(mq: EchoMQ) -> None:
     mq.enqueue("q", "x", job_id="a", max_attempts=100)
     created = mq.job("q", "a").text("created_at")
-    for n in range(40):
+    for _ in range(40):
         [job] = mq.claim("q")
         mq.release("q", "a", job.token)
 

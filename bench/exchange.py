@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from exchange import parse_place
+from exchange.orders import ADMIT_ORDER_SCRIPT, Admission, admit_order
 from exchange.placement import admission_call
 from queues import EchoMQ
-from queues.orders import Admission, admit_order
 from queues.scripts import script
 from tests.support.redis_servers import REDIS_SERVER, RedisServer
 
@@ -83,7 +83,7 @@ def run(server: RedisServer, *, orders: int, pipeline: int, requests: int) -> No
         print(f"{'redis-benchmark EVALSHA return 1, ' + f'{clients} conn, pipeline {depth}':<72} {rps:>10,.0f} /s  {note}",
               flush=True)
 
-    s = script("admit_order")
+    s = script(ADMIT_ORDER_SCRIPT)
     server.client().script_load(s.source)
     fixed = parse_place(_body(0))
     call = admit_order(order_id=fixed.order_id, client_order_id=fixed.client_order_id, order=fixed.as_payload())

@@ -16,7 +16,8 @@ from typing import Any, Final, Literal
 from ulid import ULID
 
 from queues import InvalidInput
-from queues.orders import CLIENT_ORDER_ID, ORDER_ID, PLACE_COMMAND, PLACE_VERSION
+
+from .orders import CLIENT_ORDER_ID, ORDER_ID, PLACE_COMMAND, PLACE_VERSION
 
 Side = Literal["buy", "sell"]
 OrderType = Literal["limit", "market"]

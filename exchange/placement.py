@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues import EchoMQ
-from queues.orders import Admission, admit_order
 
 from .gateway import DEFAULT_CONFIG, GatewayConfig, PlaceOrder, parse_place
+from .orders import Admission, admit_order
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from .errors import InvalidInput, NotReplicated, Unavailable
 from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .redis_errors import NOT_RUN as _NOT_RUN, UNREACHABLE as _UNREACHABLE, ResponseError, translate
-from .scripts import MOVES, script
+from .scripts import script
 from .wire import BlockingWire, Wire, wire_options
 
 T = TypeVar("T")
@@ -68,7 +68,7 @@ def _packed(calls: list[Call[Any]]) -> bytes:
 
 def _waits_for(calls: list[Call[Any]], wait_replicas: int) -> bool:
     """Whether ``WAIT`` follows these calls: with ``wait_replicas``, after any move (reads write nothing)."""
-    return wait_replicas > 0 and any(call.script in MOVES for call in calls)
+    return wait_replicas > 0 and any(script(call.script).writes for call in calls)
 
 
 def _replicated(calls: list[Call[Any]], results: list[Any], acked: Any, wanted: int, timeout_ms: int) -> list[Any]:
@@ -77,7 +77,7 @@ def _replicated(calls: list[Call[Any]], results: list[Any], acked: Any, wanted: 
     if count >= wanted:
         return results
     return [NotReplicated(call.script, result, count, wanted, timeout_ms)
-            if call.script in MOVES and not isinstance(result, Exception) else result
+            if script(call.script).writes and not isinstance(result, Exception) else result
             for call, result in zip(calls, results)]
 
 
@@ -170,7 +170,7 @@ class EchoMQ:
         self.redis.close()
 
     def run(self, call: Call[T]) -> T:
-        if self.wait_replicas and call.script in MOVES:
+        if self.wait_replicas and script(call.script).writes:
             return self._run_replicated(call)
         s = script(call.script)
         try:
@@ -636,7 +636,7 @@ class AsyncEchoMQ:
         await self.redis.aclose()
 
     async def run(self, call: Call[T]) -> T:
-        if self.wait_replicas and call.script in MOVES:
+        if self.wait_replicas and script(call.script).writes:
             return await self._run_replicated(call)
         s = script(call.script)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -210,6 +210,21 @@ def enqueue_many(queue: str, payloads: list[object], *, job_ids: list[str] | Non
                 for job_id, r in zip(ids, reply[1:])]
 
     return Call("enqueue_many", keys.script_keys(None), args, parse, registers=keys.queue)
+
+
+def enqueue_by_script(script: str, queue: str, job_id: str, args: Sequence[Any], parse: Callable[[Any], T], *,
+                      own_keys: Sequence[str] = ()) -> Call[T]:
+    """A job written by a caller's own script (``PACKAGE:NAME``, see :func:`queues.scripts.script`), run as a move.
+
+    KEYS are the six of every move (the sixth the job's hash), then the caller's keys of the queue's slot
+    named by ``own_keys`` (:meth:`QueueKeys.own`), so the script may write them in the same atomic step;
+    ARGV are ``args`` as given and ``parse`` reads the reply. The queue is registered as after an enqueue.
+    The script must keep the job as every move does (PROTOCOL.md, sections 2 and 4).
+    """
+    keys = QueueKeys(queue)
+    job_id = validate_job_id(job_id)
+    return Call(script, [*keys.script_keys(job_id), *(keys.own(name) for name in own_keys)], list(args), parse,
+                registers=keys.queue)
 
 
 def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", count: int = 1,

@@ -8,11 +8,17 @@ that file's text without its trailing newlines (the line's own newline
 stays), recursively; an included file has no shebang. So the source sent to
 Redis (``emq script NAME`` prints it) is self-contained, and any runtime can
 load it as is.
+
+Another package may bring scripts of its own, run exactly like the moves: the
+script ``PACKAGE:NAME`` is ``PACKAGE/lua/NAME.lua``, and its includes are found
+in that folder first, then in ``queues/lua/`` (so it can build on
+``common.lua``). ``queues`` knows only where to look, never what it finds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -22,12 +28,13 @@ from typing import Any, Final
 LUA_DIR: Final = Path(__file__).with_name("lua")
 _INCLUDE = re.compile(r"^--@include ([\w.]+)$", re.MULTILINE)
 _SHEBANG = re.compile(r"^#!lua( flags=[a-z-]+(,[a-z-]+)*)?\n")
+_NAME = re.compile(r"(?:([A-Za-z_][\w.]*):)?(\w+)")
 
 MOVES: Final = (
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
     "retry", "recover", "promote", "cancel", "delete",
     "recover_expired", "retry_failed", "purge",
-    "admit_order", "pause", "resume", "register_worker", "unregister_worker", "group_failed",
+    "pause", "resume", "register_worker", "unregister_worker", "group_failed",
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series")
@@ -39,22 +46,43 @@ class Script:
     source: str
     sha: str
 
+    @property
+    def writes(self) -> bool:
+        """A move (``#!lua``), not a read (``#!lua flags=no-writes``): with ``wait_replicas``, WAIT follows it."""
+        return "no-writes" not in self.source.split("\n", 1)[0]
 
-def _expand(name: str, seen: tuple[str, ...] = ()) -> str:
+
+def lua_dirs(package: str) -> tuple[Path, ...]:
+    """Where the scripts of ``package`` and their includes are looked for, in order ("": queues' own)."""
+    if not package:
+        return (LUA_DIR,)
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"no package {package!r} to load scripts from")
+    return (Path(next(iter(spec.submodule_search_locations))) / "lua", LUA_DIR)
+
+
+def _expand(name: str, dirs: tuple[Path, ...], seen: tuple[str, ...] = ()) -> str:
     if name in seen:
         raise ValueError(f"include cycle: {' -> '.join(seen + (name,))}")
-    text = (LUA_DIR / name).read_text()
+    path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
+    text = path.read_text()
     if seen and text.startswith("#!"):
         raise ValueError(f"{name} is included by {seen[-1]} but starts with a shebang, which only a script's "
                          "first line may hold")
-    return _INCLUDE.sub(lambda m: _expand(m.group(1), seen + (name,)).rstrip("\n"), text)
+    return _INCLUDE.sub(lambda m: _expand(m.group(1), dirs, seen + (name,)).rstrip("\n"), text)
 
 
 @cache
 def script(name: str) -> Script:
-    source = _expand(f"{name}.lua")
+    """The script ``NAME`` (``queues/lua/NAME.lua``) or ``PACKAGE:NAME`` (``PACKAGE/lua/NAME.lua``), expanded."""
+    parts = _NAME.fullmatch(name)
+    if parts is None:
+        raise ValueError(f"{name!r} is not a script name (NAME or PACKAGE:NAME)")
+    package, stem = parts.group(1) or "", parts.group(2)
+    source = _expand(f"{stem}.lua", lua_dirs(package))
     if not _SHEBANG.match(source):
-        raise ValueError(f"{name}.lua must start with a shebang line such as '#!lua' or '#!lua flags=no-writes'")
+        raise ValueError(f"{stem}.lua must start with a shebang line such as '#!lua' or '#!lua flags=no-writes'")
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 

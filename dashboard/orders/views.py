@@ -26,8 +26,8 @@ from dashboard.actions.models import AuditEntry
 from dashboard.services import emq
 from exchange import InvalidOrder, OrderTooLarge, Placement, place_order
 from exchange.gateway import MAX_BODY_BYTES
+from exchange.orders import ORDERS_QUEUE, KeyTypeConflict
 from queues import InvalidInput, Unavailable
-from queues.orders import ORDERS_QUEUE, KeyTypeConflict
 
 from .tokens import PLACE_PERMISSION, api_token_find
 

@@ -2,7 +2,8 @@
 // it expands the script's includes, speaks RESP over node's net module, mints
 // its own ORD ids and builds its own payloads, following PROTOCOL.md.
 //
-// usage: node admit_order_client.js PORT LUA_DIR IDS_FILE (client order ids, one a line)
+// usage: node admit_order_client.js PORT LUA_DIRS IDS_FILE (LUA_DIRS joined by the path delimiter;
+// client order ids, one a line)
 // It connects, prints "ready", waits for a line "go" on stdin, admits every id once and prints
 // one JSON line per id: {"client_order_id", "order_id", "outcome"}.
 'use strict';
@@ -11,10 +12,12 @@ const fs = require('fs');
 const path = require('path');
 const { connect } = require('../support/resp');
 
-const [port, luaDir, idsFile] = process.argv.slice(2);
+const [port, luaDirs, idsFile] = process.argv.slice(2);
 
+// admit_order.lua lives in exchange/lua and includes common.lua from queues/lua: the first folder that has it.
 function expand(name) {
-  const text = fs.readFileSync(path.join(luaDir, name), 'utf8');
+  const dir = luaDirs.split(path.delimiter).find((d) => fs.existsSync(path.join(d, name)));
+  const text = fs.readFileSync(path.join(dir, name), 'utf8');
   return text.replace(/^--@include ([\w.]+)$/gm, (_, inc) => expand(inc).replace(/\n+$/, ''));
 }
 

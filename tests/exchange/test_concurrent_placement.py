@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from exchange import place_order
+from exchange.orders import client_ids_key
 from queues import EchoMQ
-from queues.orders import client_ids_key
-from queues.scripts import LUA_DIR
+from queues.scripts import lua_dirs
 
 NODE = shutil.which("node") or "/usr/bin/node"
 NODE_CLIENT = Path(__file__).with_name("admit_order_client.js")
@@ -74,7 +74,8 @@ def test_100_concurrent_placements_with_one_client_order_id_make_exactly_one_ord
 def _start_node(port: str, client_order_ids: list[str], ids_file: Path) -> subprocess.Popen[bytes]:
     """Starts the Node client and waits until it is connected and waiting for "go" on its stdin."""
     ids_file.write_text("\n".join(client_order_ids))
-    node = subprocess.Popen([NODE, str(NODE_CLIENT), port, str(LUA_DIR), str(ids_file)], stdin=subprocess.PIPE,
+    dirs = os.pathsep.join(str(d) for d in lua_dirs("exchange"))
+    node = subprocess.Popen([NODE, str(NODE_CLIENT), port, dirs, str(ids_file)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert node.stdout is not None and node.stdout.readline() == b"ready\n"
     return node

@@ -52,7 +52,7 @@ def test_every_script_loads_and_its_sha_is_ours(any_mq: EchoMQ) -> None:
 def test_the_scripts_sent_are_the_moves_and_reads_not_their_parts() -> None:
     names = script_names()
 
-    assert {"claim", "complete", "stats", "page", "admit_order"} <= set(names)
+    assert {"claim", "complete", "stats", "page"} <= set(names)
     assert "common" not in names
 
 

@@ -128,7 +128,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "recover_expired": [limit, actor, numbers],
         "retry_failed": [limit, numbers, actor, numbers, numbers],
         "purge": [st.sampled_from(["done", "failed", "active", ""]), numbers, limit, actor, numbers],
-        "admit_order": [st.just("place"), st.just("1"), st.just("ORD-01J9Z8ZQ4W3V2T1S0R9Q8P7N6M"), st.just("k-1"),
+        "exchange:admit_order": [st.just("place"), st.just("1"), st.just("ORD-01J9Z8ZQ4W3V2T1S0R9Q8P7N6M"), st.just("k-1"),
                         st.sampled_from(['{"command":"place","version":1,"order_id":"ORD-01J9Z8ZQ4W3V2T1S0R9Q8P7N6M",'
                                          '"client_order_id":"k-1"}', "[]", "{"]), numbers, actor],
         "stats": [],
@@ -174,7 +174,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
                      "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series",
                      "group_failed")
-    if name == "admit_order":
+    if name == "exchange:admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:
         return keys + [KEYS.prefix]
@@ -184,7 +184,11 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
 NOTHING_HAPPENED = (b"REFUSED", b"DUPLICATE", b"PAUSED", b"ALREADY", b"NOT_PAUSED")
 
 
-@pytest.mark.parametrize("name", [*MOVES, *READS])
+# Scripts of other packages, run as moves through queues (the exchange's admission).
+CALLER_SCRIPTS = ("exchange:admit_order",)
+
+
+@pytest.mark.parametrize("name", [*MOVES, *READS, *CALLER_SCRIPTS])
 def test_a_script_that_answers_nothing_happened_changed_nothing(mq: EchoMQ, name: str) -> None:
     client: redis.Redis = mq.redis  # type: ignore[assignment]
     source = script(name).source

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import redis
 
+from exchange.orders import ADMIT_ORDER_SCRIPT, Admission, KeyTypeConflict, admit_order, client_ids_key
 from queues import EchoMQ, InvalidInput, QueueKeys
 from queues.moves import operator_move
-from queues.orders import Admission, KeyTypeConflict, admit_order, client_ids_key
 from queues.scripts import script
 
 ORD_A = "ORD-01J9Z8ZQ4W3V2T1S0R9Q8P7N6M"
@@ -83,7 +83,7 @@ def test_the_client_order_id_stays_taken_after_the_job_is_deleted(mq: EchoMQ) ->
 
 
 def _raw(mq: EchoMQ, keys: list[str], args: list[Any]) -> Any:
-    s = script("admit_order")
+    s = script(ADMIT_ORDER_SCRIPT)
     return mq.redis.eval(s.source, len(keys), *keys, *args)
 
 

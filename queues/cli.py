@@ -408,8 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--group", help="a failure group (as emq failures prints it)")
         p.add_argument("--enqueued-after", help="epoch ms, ISO time (UTC unless it says) or an age like 2h")
         p.add_argument("--enqueued-before")
-        p.add_argument("--finished-after", help="done or failed jobs only")
-        p.add_argument("--finished-before")
+        p.add_argument("--finished-after", "--failed-after", dest="finished_after",
+                       help="when a done job finished or a failed job failed (done or failed only)")
+        p.add_argument("--finished-before", "--failed-before", dest="finished_before")
         p.add_argument("--order", choices=["asc", "desc"], help="by the state's score (default: newest first "
                                                                  "for done and failed, oldest first otherwise)")
 

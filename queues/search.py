@@ -69,7 +69,7 @@ class FieldFilter:
         value = value_text.strip()
         if not value:
             raise InvalidInput(f"field filter {text!r} has no value after '='; to match an empty string write \"\"")
-        if len(value.encode()) > MAX_TEXT:
+        if len(_raw(value)) > MAX_TEXT:
             raise InvalidInput(f"a field value is at most {MAX_TEXT} bytes")
         if value.startswith('"'):
             if len(value) < 2 or not value.endswith('"'):
@@ -98,7 +98,16 @@ class FieldFilter:
 
     def as_arg(self) -> bytes:
         segments = [("k" + p) if isinstance(p, str) else f"i{p}" for p in self.path]
-        return "\0".join([self.kind, self.value, *segments]).encode()
+        return _raw("\0".join([self.kind, self.value, *segments]))
+
+
+def _raw(text: str) -> bytes:
+    """Text as bytes to match: a byte that was not UTF-8 where it was typed (a command line keeps it as a lone
+    surrogate) is that byte again, as the moves store it."""
+    try:
+        return text.encode(errors="surrogateescape")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{text!r} holds a character that is not text (a lone surrogate)") from None
 
 
 def _first_unquoted_equals(text: str) -> int:
@@ -167,7 +176,7 @@ def _plain_text(value: str, what: str, *, limit: int = MAX_TEXT) -> str:
         raise InvalidInput(f"{what} must be text")
     if value == "":
         raise InvalidInput(f"an empty {what} matches everything: leave it out instead")
-    if len(value.encode()) > limit:
+    if len(_raw(value)) > limit:
         raise InvalidInput(f"{what} is at most {limit} bytes")
     if len(value) > 2 and value.startswith("/") and value.rstrip("i").endswith("/") \
             and _REGEX_SIGNS.search(value.rstrip("i")[1:-1]):
@@ -239,8 +248,13 @@ class Query:
     def checked(self) -> Query:
         validate_state(self.state)
         if self.id_prefix:
-            if len(self.id_prefix.encode()) > MAX_JOB_ID or re.search(r"[{}\x00-\x20\x7f]", self.id_prefix):
+            if len(_raw(self.id_prefix)) > MAX_JOB_ID or re.search(r"[{}\x00-\x20\x7f]", self.id_prefix):
                 raise InvalidInput(f"id prefix {self.id_prefix!r} cannot start any job id")
+            _plain_text(self.id_prefix, "id prefix")
+            # A glob or an anchor would be read as part of the id and silently match nothing.
+            if self.id_prefix.endswith("*") or self.id_prefix.startswith("^"):
+                raise InvalidInput(f"id prefix {self.id_prefix!r} looks like a pattern; give the plain start of the "
+                                   f"ids ({self.id_prefix.strip('^*')!r}): every id that starts with it matches")
         for name in ("payload", "error", "worker"):
             if getattr(self, name):
                 _plain_text(getattr(self, name), name)
@@ -318,14 +332,14 @@ class Query:
     def filter_args(self) -> list[Any]:
         args: list[Any] = []
         if self.id_prefix:
-            args += ["id_prefix", self.id_prefix]
+            args += ["id_prefix", _raw(self.id_prefix)]
         if self.payload:
-            args += ["payload", self.payload.encode()]
+            args += ["payload", _raw(self.payload)]
         if self.error:
             # Lua's string.lower folds ASCII only, so fold ASCII only here too.
-            args += ["error", self.error.encode().lower()]
+            args += ["error", _raw(self.error).lower()]
         if self.worker:
-            args += ["worker", self.worker]
+            args += ["worker", _raw(self.worker)]
         if self.group:
             args += ["group", self.group]
         if self.enqueued_after_ms is not None:

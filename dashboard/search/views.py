@@ -24,7 +24,9 @@ RESULTS_TARGET = "search-results"
 
 
 def _asked(request: HttpRequest) -> bool:
-    return any(request.GET.get(name) for name in FORM_FIELDS if name not in ("state", "order"))
+    """A filter typed, or the form sent with none (which the query then refuses in words); a link that only
+    names a queue and a state opens the form."""
+    return any(name in request.GET for name in FORM_FIELDS if name not in ("state", "order"))
 
 
 def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Callable
 from html import unescape
+from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -287,3 +288,54 @@ async def test_a_search_of_many_offers_no_all_at_once_form_to_an_operator_kept_f
 
     assert "search-act-all" not in act
     assert re.findall(r'name="q" value="(\w+)"', act) == ["mail"]
+
+
+def varied_jobs(mq: EchoMQ) -> dict[str, str]:
+    """Three failed jobs of mail with other ids, payloads, errors and workers, a millisecond mark between each two."""
+    marks: dict[str, str] = {}
+    jobs = [("acme-1", b'{"user": {"id": 42}, "note": "ACME"}', "host-7", "Timeout after 3012 ms"),
+            ("bin-1", b"\xff\x00 binary ACME", "host-8", "card declined"),
+            ("acme-2", b'{"user": {"id": "42", "deep": {"list": [{"k": "v"}]}}}', "host-7", "a timeout, again")]
+    for n, (job_id, payload, worker, error) in enumerate(jobs):
+        mq.enqueue("mail", payload, job_id=job_id, max_attempts=1)
+        [job] = EchoMQ(mq.redis, actor=worker).claim("mail")
+        mq.run(moves.fail("mail", job.id, job.token, error=error, backoff_ms=0))
+        time.sleep(0.002)
+        marks[f"t{n + 1}"] = str(mq.server_time_ms("mail"))
+        time.sleep(0.002)
+    return marks
+
+
+@pytest.mark.parametrize(("form", "ids"), [
+    ({"id_prefix": "acme-"}, {"acme-1", "acme-2"}),
+    ({"payload": "ACME"}, {"acme-1", "bin-1"}),
+    ({"field": "user.id=42"}, {"acme-1", "acme-2"}),
+    ({"field": 'user.id="42"'}, {"acme-2"}),
+    ({"field": "user.deep.list[0].k=v"}, {"acme-2"}),
+    ({"error": "TIMEOUT"}, {"acme-1", "acme-2"}),
+    ({"worker": "host-8"}, {"bin-1"}),
+    ({"enqueued_after": "{t1}"}, {"bin-1", "acme-2"}),
+    ({"enqueued_before": "{t1}"}, {"acme-1"}),
+    ({"finished_after": "{t2}"}, {"acme-2"}),
+    ({"finished_after": "{t1}", "finished_before": "{t2}"}, {"bin-1"}),
+])
+async def test_the_page_finds_by_every_filter_of_its_form_and_nothing_else(viewer_client: Client, console_mq: EchoMQ,
+                                                                           viewer_cookie: bytes, form: dict[str, str],
+                                                                           ids: set[str]) -> None:
+    marks = varied_jobs(console_mq)
+    query = urlencode({"q": "mail", "state": "failed", **{k: v.format(**marks) for k, v in form.items()}})
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, f"/search/?{query}"), viewer_cookie)
+
+    streamed = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
+
+    assert set(re.findall(r'href="/job/\?q=mail&amp;id=([\w-]+)"', streamed)) == ids
+    await communicator.disconnect()
+
+
+def test_the_form_sent_without_a_filter_is_refused_in_words(viewer_client: Client, console_mq: EchoMQ) -> None:
+    sent = viewer_client.get("/search/?q=mail&state=failed&payload=&field=&error=&id_prefix=")
+    linked = viewer_client.get("/search/?q=mail&state=failed")
+
+    assert sent.status_code == 400 and b"give at least one filter" in sent.content
+    assert b"ws-connect" not in sent.content
+    assert linked.status_code == 200 and b"give at least one filter" not in linked.content

@@ -98,3 +98,63 @@ def test_bulk_refuses_a_move_the_state_cannot_take(failures: EchoMQ, redis_url: 
     code, _, err = emq(redis_url, capsys, "bulk", "promote", "q", "--state", "failed", "--error", "x", "--yes")
 
     assert code == 2 and "promote applies to pending jobs" in err
+
+
+@pytest.fixture
+def varied(mq: EchoMQ) -> dict[str, str]:
+    """Three failed jobs with other ids, payloads, errors and workers, one millisecond mark between each two."""
+    marks: dict[str, str] = {}
+    jobs = [("acme-1", b'{"user": {"id": 42}, "note": "ACME"}', "host-7", "Timeout after 3012 ms"),
+            ("bin-1", b"\xff\x00 binary ACME", "host-8", "card declined"),
+            ("acme-2", b'{"user": {"id": "42", "deep": {"list": [{"k": "v"}]}}}', "host-7",
+             "\udcff not UTF-8, then a timeout")]
+    for n, (job_id, payload, worker, error) in enumerate(jobs):
+        mq.enqueue("q", payload, job_id=job_id, max_attempts=1)
+        [job] = EchoMQ(mq.redis, actor=worker).claim("q")
+        mq.run(moves.fail("q", job.id, job.token, error=error, backoff_ms=0))
+        time.sleep(0.002)
+        marks[f"t{n + 1}"] = str(mq.server_time_ms("q"))
+        time.sleep(0.002)
+    return marks
+
+
+@pytest.mark.parametrize(("args", "ids"), [
+    (["--id-prefix", "acme-"], {"acme-1", "acme-2"}),
+    (["--payload", "ACME"], {"acme-1", "bin-1"}),
+    (["--payload", "\udcff"], {"bin-1"}),  # a byte that is not UTF-8, as a shell passes it
+    (["--field", "user.id=42"], {"acme-1", "acme-2"}),
+    (["--field", 'user.id="42"'], {"acme-2"}),
+    (["--field", "user.deep.list[0].k=v"], {"acme-2"}),
+    (["--error", "TIMEOUT"], {"acme-1", "acme-2"}),
+    (["--error", "\udcff not"], {"acme-2"}),
+    (["--worker", "host-8"], {"bin-1"}),
+    (["--enqueued-after", "{t1}"], {"bin-1", "acme-2"}),
+    (["--enqueued-before", "{t1}"], {"acme-1"}),
+    (["--failed-after", "{t2}"], {"acme-2"}),
+    (["--finished-after", "{t1}", "--finished-before", "{t2}"], {"bin-1"}),
+    (["--error", "timeout", "--worker", "host-7", "--field", "user.id=42", "--enqueued-after", "{t1}"], {"acme-2"}),
+])
+def test_search_finds_by_every_filter_and_nothing_else(varied: dict[str, str], redis_url: str,
+                                                       capsys: pytest.CaptureFixture[str], args: list[str],
+                                                       ids: set[str]) -> None:
+    code, out, _ = emq(redis_url, capsys, "search", "q", "--state", "failed", "--json",
+                       *[a.format(**varied) for a in args])
+
+    assert {json.loads(line)["id"] for line in out} == ids
+    assert code == (0 if ids else 3)
+
+
+def test_search_needs_a_state_and_says_so(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", "q", "--payload", "x")
+
+    assert (code, out) == (2, []) and "--state" in err
+
+
+@pytest.mark.parametrize("args", [["--id-prefix", "job*"], ["--worker", "/host-(7|8)/"], ["--error", "/^time/i"],
+                                  ["--field", "user.id"], ["--field", "user[x]=1"], ["--enqueued-after", "last week"]])
+def test_search_refuses_a_pattern_or_an_unreadable_filter_with_exit_2(varied: dict[str, str], redis_url: str,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      args: list[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", *args)
+
+    assert (code, out) == (2, []) and err.startswith("emq: ") and len(err.splitlines()) == 1

@@ -259,6 +259,15 @@ def test_a_search_of_many_queues_reports_each_queue_and_stops_at_the_queue_cap(m
     ({"state": "pending", "finished_after": "1h"}, "have not finished"),
     ({"state": "failed", "finished_after": "yesterday"}, "cannot read the time"),
     ({"state": "failed", "finished_after": "2h", "finished_before": "3h"}, "window is empty"),
+    ({"state": "failed", "id_prefix": "job*"}, "looks like a pattern"),
+    ({"state": "failed", "id_prefix": "^job"}, "looks like a pattern"),
+    ({"state": "failed", "id_prefix": "/job-[0-9]+/"}, "regular expression"),
+    ({"state": "failed", "worker": "/host-(7|8)/"}, "regular expression"),
+    ({"state": "failed", "field": "user.id"}, "PATH=VALUE"),
+    ({"state": "failed", "field": "user[x]=1"}, "cannot read field path"),
+    ({"state": "failed", "field": ".".join(["a"] * 33) + "=1"}, "at most 32 parts"),
+    ({"state": "failed", "payload": "x" * 5000}, "at most 4096 bytes"),
+    ({"state": "failed", "payload": "\ud800"}, "not text"),
 ])
 def test_bad_filters_are_refused_with_a_reason(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
@@ -325,3 +334,61 @@ def test_a_state_key_of_another_type_is_refused_in_words(mq: EchoMQ) -> None:
 
     with pytest.raises(EmqError, match="is a string, not a sorted set"):
         list(search(mq, Query("failed", error="x"), ["q"]))
+
+
+def test_error_text_is_found_in_binary_and_invalid_utf8_errors_and_a_foreign_huge_one_is_not_read(
+        mq: EchoMQ) -> None:
+    failed(mq, "binary", "{}", error="\udcff\udcfe\x00 Timeout reading \udc80 socket")
+    failed(mq, "long", "{}", error="x" * 4000 + " timeout at the end")
+    failed(mq, "other", "{}", error="card declined")
+    keys = QueueKeys("q")
+    # No move writes an error this long (they cut at 4096 bytes): another runtime's, passed over unread.
+    mq.redis.hset(keys.job("foreign"), mapping={"state": "failed", "attempts": "1", "payload": "{}",
+                                               "last_error": "timeout " + "y" * 100_000})
+    mq.redis.zadd(keys.failed, {"foreign": 1})
+
+    assert sorted(found(mq, Query("failed", error="timeout"))) == ["binary", "long"]
+    assert found(mq, Query("failed", error="\udc80 socket".encode(errors="surrogateescape").decode(
+        errors="surrogateescape"))) == ["binary"]
+
+
+def test_the_worker_filter_matches_worker_names_byte_for_byte_whatever_they_hold(mq: EchoMQ) -> None:
+    for job_id, worker in (("a", "hôte-7:123"), ("b", "host\u202e-8:456"), ("c", "host-9:789")):
+        mq.enqueue("q", "{}", job_id=job_id)
+        EchoMQ(mq.redis, actor=worker).claim("q")
+
+    assert found(mq, Query("active", worker="hôte")) == ["a"]
+    assert found(mq, Query("active", worker="\u202e-8")) == ["b"]
+    assert found(mq, Query("active", worker="HOST")) == []  # case-sensitive, as names are
+
+
+def test_an_id_prefix_matches_ids_byte_for_byte_including_ones_outside_ascii(mq: EchoMQ) -> None:
+    for job_id in ("ordér-1", "order-1", "ордер-1", "ordé"):
+        mq.enqueue("q", "{}", job_id=job_id)
+
+    assert sorted(found(mq, Query("pending", id_prefix="ordé"))) == ["ordé", "ordér-1"]
+    assert found(mq, Query("pending", id_prefix="орд")) == ["ордер-1"]
+
+
+def test_a_json_field_is_found_in_nested_arrays_and_beside_invalid_utf8_and_never_in_a_huge_payload(
+        mq: EchoMQ) -> None:
+    mq.enqueue("q", json.dumps({"order": {"items": [{"sku": "A-1"}, {"sku": "B-2", "tags": [["x", "deep"]]}]}}),
+               job_id="nested")
+    mq.enqueue("q", b'{"order": {"items": [{"sku": "B-2"}]}, "note": "\xff\xfe"}', job_id="invalid-utf8")
+    mq.enqueue("q", json.dumps({"order": {"items": [{"sku": "B-2"}]}, "pad": "z" * (moves.MAX_PAYLOAD_BYTES - 100)}),
+               job_id="huge")
+    mq.enqueue("q", b"\x00\x01B-2 sku items order", job_id="binary")
+    engine = Search(Query("pending", field=FieldFilter.parse('order.items[1].sku="B-2"')), ["q"])
+
+    assert [m.id for step in engine.steps(mq) for m in step.matches] == ["nested"]
+    assert found(mq, Query("pending", field=FieldFilter.parse("order.items[1].tags[0][1]=deep"))) == ["nested"]
+    assert sorted(found(mq, Query("pending", field=FieldFilter.parse("order.items[0].sku=B-2")))) == [
+        "invalid-utf8"]
+    assert engine.progress[0].unreadable >= 1  # the huge one is counted, not decoded
+
+
+def test_a_payload_substring_is_found_inside_nested_json_as_written(mq: EchoMQ) -> None:
+    mq.enqueue("q", json.dumps({"a": {"b": [{"c": "customer 42 paid"}]}}), job_id="nested")
+    mq.enqueue("q", '{"a": {"b": [{"c": "customer \\u0034\\u0032"}]}}', job_id="escaped")
+
+    assert found(mq, Query("pending", payload="customer 42")) == ["nested"]  # bytes as stored: no JSON decoding

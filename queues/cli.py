@@ -235,25 +235,32 @@ def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
-def _query(mq: EchoMQ, args: argparse.Namespace) -> Query:
+def _query(mq: EchoMQ, args: argparse.Namespace, clock_queue: str | None = None) -> Query:
     return Query.parse(state=args.state, id_prefix=args.id_prefix, payload=args.payload, field=args.field,
                        error=args.error, worker=args.worker, group=args.group, enqueued_after=args.enqueued_after,
                        enqueued_before=args.enqueued_before, finished_after=args.finished_after,
                        finished_before=args.finished_before, order=args.order,
-                       now_ms=mq.server_time_ms(args.queue))
+                       now_ms=mq.server_time_ms(clock_queue or args.queue))
 
 
 def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
-    query = _query(mq, args)
+    if bool(args.queue) == args.all_queues:
+        raise InvalidInput("name the queue to search, or give --all-queues (not both)")
+    names = mq.queues() if args.all_queues else [args.queue]
+    if not names:
+        print("emq: no queue is registered: nothing to search", file=sys.stderr)
+        raise SystemExit(3)
+    query = _query(mq, args, names[0])
     if args.limit is not None and args.limit < 1:
         raise InvalidInput("--limit must be at least 1")
-    engine = Search(query, [args.queue], Limits(max_matches=args.limit, seconds=None))
+    engine = Search(query, names, Limits(max_matches=args.limit, seconds=None))
     for step in engine.steps(mq):
         for match in step.matches:
             if args.json:
                 _out(match.as_dict())
             else:
-                print(f"{_shown(match.id)}\t{_shown(match.state)}\t{_shown(match.attempts or '0')}\t{match.score}"
+                print((f"{_shown(match.queue)}\t" if args.all_queues else "")
+                      + f"{_shown(match.id)}\t{_shown(match.state)}\t{_shown(match.attempts or '0')}\t{match.score}"
                       f"\t{_shown(match.payload_head[:60])}\t{_shown(match.last_error[:80])}")
         sys.stdout.flush()
     print(f"emq: {_shown(query.describe())}: {_shown(engine.summary())}", file=sys.stderr)
@@ -397,8 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("check", cmd_check, "integrity check (exit 1 when problems are found)")
     p.add_argument("queue")
     p.add_argument("--json", action="store_true")
-    def search_filters(p: argparse.ArgumentParser) -> None:
-        p.add_argument("queue")
+    def search_filters(p: argparse.ArgumentParser, *, every_queue: bool = False) -> None:
+        if every_queue:
+            p.add_argument("queue", nargs="?")
+            p.add_argument("--all-queues", action="store_true",
+                           help="search every registered queue instead (at most 100; the queue is printed first)")
+        else:
+            p.add_argument("queue")
         p.add_argument("--state", required=True, choices=STATES)
         p.add_argument("--id-prefix")
         p.add_argument("--payload", help="plain text the payload contains (bytes, case-sensitive)")
@@ -415,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                  "for done and failed, oldest first otherwise)")
 
     p = command("search", cmd_search, "find jobs of a state by id prefix, payload, JSON field, error, worker, time")
-    search_filters(p)
+    search_filters(p, every_queue=True)
     p.add_argument("--limit", type=int, help="stop after this many matches")
     p.add_argument("--json", action="store_true")
     p = command("failures", cmd_failures, "the failed jobs grouped by cause, largest group first")

@@ -158,3 +158,22 @@ def test_search_refuses_a_pattern_or_an_unreadable_filter_with_exit_2(varied: di
     code, out, err = emq(redis_url, capsys, "search", "q", "--state", "failed", *args)
 
     assert (code, out) == (2, []) and err.startswith("emq: ") and len(err.splitlines()) == 1
+
+
+def test_search_of_every_queue_names_each_matchs_queue_and_says_how_many_it_searched(
+        mq: EchoMQ, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for queue in ("billing", "mail", "sms"):
+        mq.enqueue(queue, '{"customer": 42}' if queue != "sms" else "{}", job_id=f"{queue}-1")
+
+    code, out, err = emq(redis_url, capsys, "search", "--all-queues", "--state", "pending", "--payload", "customer")
+
+    assert code == 0 and [line.split("\t")[:2] for line in out] == [["billing", "billing-1"], ["mail", "mail-1"]]
+    assert "2 matched of 3 pending jobs of 3 queues looked at" in err
+
+
+@pytest.mark.parametrize("where", [[], ["q", "--all-queues"]])
+def test_search_needs_one_queue_or_every_queue(mq: EchoMQ, redis_url: str, capsys: pytest.CaptureFixture[str],
+                                               where: list[str]) -> None:
+    code, out, err = emq(redis_url, capsys, "search", *where, "--state", "failed", "--error", "x")
+
+    assert (code, out) == (2, []) and "--all-queues" in err

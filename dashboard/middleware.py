@@ -47,7 +47,8 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+# Loose on purpose: Django's and Channels' applications each type scope and messages their own way.
+ASGIApp = Callable[..., Awaitable[None]]
 
 # A login form is a few hundred bytes; a small limit there also bounds what
 # django-axes copies of a failed attempt's form into its table.
@@ -200,7 +201,7 @@ def websocket_origin_trusted(scope: Scope) -> bool:
     except DisallowedHost:
         return False
     # Django's own origin check, unchanged: the page's scheme://host:port, or a trusted origin.
-    return bool(CsrfViewMiddleware(_no_view)._origin_verified(request))
+    return bool(CsrfViewMiddleware(_no_view)._origin_verified(request))  # type: ignore[attr-defined]
 
 
 class WebsocketOriginValidator:
@@ -241,7 +242,7 @@ def bound_daphne_requests() -> None:
 def _bounded_web_request(base: type) -> type:
     from twisted.internet import reactor
 
-    class BoundedWebRequest(base):  # type: ignore[valid-type,misc]
+    class BoundedWebRequest(base):
         """daphne's request, refusing a body over the general limit or one that stalls, as it arrives."""
 
         bounded_by_console = True
@@ -288,7 +289,7 @@ def _bounded_web_request(base: type) -> type:
 
         def rearm(self) -> None:
             self.disarm()
-            self.timer = reactor.callLater(float(settings.EMQ_BODY_TIMEOUT_S), self.stalled)
+            self.timer = reactor.callLater(float(settings.EMQ_BODY_TIMEOUT_S), self.stalled)  # type: ignore[arg-type]
 
         def disarm(self) -> None:
             if self.timer is not None and self.timer.active():
@@ -323,7 +324,7 @@ def _bounded_web_request(base: type) -> type:
             reason = {408: b"Request Timeout", 413: b"Content Too Large"}[status]
             transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
                             b"Cache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (status, reason, len(body), body))
-            reactor.callLater(LINGER_S, transport.loseConnection)
+            reactor.callLater(LINGER_S, transport.loseConnection)  # type: ignore[arg-type]
 
     return BoundedWebRequest
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypedDict
 from urllib.parse import urlencode
 
 from queues import STATES, EmqError
@@ -126,7 +126,7 @@ class Totals:
 
 
 def totals(rows: Sequence[QueueRow], spark: Spark | None) -> Totals:
-    counts = dict.fromkeys(STATES, 0)
+    counts: dict[str, int] = dict.fromkeys(STATES, 0)
     due = delayed = lapsed = unavailable = 0
     for row in rows:
         if row.stats is None:
@@ -138,6 +138,14 @@ def totals(rows: Sequence[QueueRow], spark: Spark | None) -> Totals:
         delayed += row.stats.delayed
         lapsed += row.stats.lapsed
     return Totals(len(rows), counts, due, delayed, lapsed, unavailable, spark)
+
+
+class PageWhere(TypedDict, total=False):
+    order: str
+    limit: int
+    after: str
+    before: str
+    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +179,9 @@ class Window:
             offset = None
         return cls(queue, state, order, limit, after, before, offset)
 
-    def where(self) -> dict[str, object]:
+    def where(self) -> PageWhere:
         """Keyword arguments for ``EchoMQ.page``."""
-        where: dict[str, object] = {"order": self.order, "limit": self.limit}
+        where: PageWhere = {"order": self.order, "limit": self.limit}
         if self.after:
             where["after"] = self.after
         elif self.before:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from django.contrib.auth.models import AbstractBaseUser, Group, Permission, User
+from django.contrib.auth.models import AbstractUser, AnonymousUser, Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 
 from .models import Console
@@ -46,9 +46,9 @@ def user_create(*, username: str, password: str, role: str) -> User:
     return user
 
 
-def can_act(user: AbstractBaseUser) -> bool:
+def can_act(user: AbstractUser | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(ACT_PERMISSION))
 
 
-def can_view(user: AbstractBaseUser) -> bool:
+def can_view(user: AbstractUser | AnonymousUser) -> bool:
     return bool(user.is_authenticated and (user.has_perm(VIEW_PERMISSION) or user.has_perm(ACT_PERMISSION)))

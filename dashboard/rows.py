@@ -89,7 +89,7 @@ def _when(line: JobLine) -> str:
 
 
 def _template(name: str) -> Template:
-    return get_template(name).template  # type: ignore[no-any-return]
+    return get_template(name).template  # type: ignore[attr-defined,no-any-return]
 
 
 def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> SafeString:

@@ -141,7 +141,7 @@ def sweeper_status() -> SweeperStatus:
     except (EmqError, OSError) as error:
         return SweeperStatus(None, f"cannot read the sweeper lock: {error}", this_process, interval, last)
     holder, unreachable = lock.inspect()
-    error = ""
+    why = ""
     if holder is None and unreachable == len(lock.masters):
-        error = f"cannot read the sweeper lock: none of its {unreachable} Redis answers"
-    return SweeperStatus(holder, error, this_process, interval, last)
+        why = f"cannot read the sweeper lock: none of its {unreachable} Redis answers"
+    return SweeperStatus(holder, why, this_process, interval, last)

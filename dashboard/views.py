@@ -20,6 +20,7 @@ from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, v
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
+from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .services import emq, live_follower, read
@@ -34,13 +35,13 @@ def _bad_input(request: HttpRequest, error: InvalidInput | Refused, context: dic
     return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
 
 
-def _wants_fragment(request: HttpRequest, target: str) -> bool:
+def _wants_fragment(request: HtmxHttpRequest, target: str) -> bool:
     return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
 
 
 @require_GET
 @login_required
-def overview(request: HttpRequest) -> HttpResponse:
+def overview(request: HtmxHttpRequest) -> HttpResponse:
     name_filter = request.GET.get("filter", "").strip()
     context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0, "sweeper": sweeper_status()}
     try:
@@ -67,7 +68,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
-def queue_detail(request: HttpRequest) -> HttpResponse:
+def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     name = request.GET.get("q", "")
     context: dict[str, Any] = {"queue": name, "now_ms": 0}
     try:
@@ -98,7 +99,7 @@ def _job_params(request: HttpRequest) -> tuple[str, str]:
 
 @require_GET
 @login_required
-def job_detail(request: HttpRequest) -> HttpResponse:
+def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
     try:
         name, job_id = _job_params(request)

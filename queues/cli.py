@@ -18,7 +18,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .client import EchoMQ
 from .errors import Duplicate, EmqError, InvalidInput
@@ -32,7 +32,7 @@ from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_m
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep its usage line
         self.print_usage(sys.stderr)
         print(f"emq: error: {message}", file=sys.stderr)
         raise SystemExit(2)

@@ -93,7 +93,7 @@ class BlockingRunner:
     def __init__(self, options: dict[str, Any], *, wait_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
         self._options = options
         self._idle: list[BlockingWire] = []
-        self._wait = ("WAIT", wait_replicas, wait_timeout_ms)
+        self._wait: tuple[Any, ...] = ("WAIT", wait_replicas, wait_timeout_ms)
 
     def run_many(self, calls: list[Call[Any]]) -> list[Any]:
         """As :meth:`EchoMQ.run_many`: one round trip, each call its own atomic script; a lost connection
@@ -948,7 +948,7 @@ class AsyncEchoMQ:
                 where, options = "", self._wire_options
             asking = use_eval = False
             for _ in range(5):
-                commands = [("ASKING",)] if asking else []
+                commands: list[tuple[Any, ...]] = [("ASKING",)] if asking else []
                 commands += [_eval(call) if use_eval else _evalsha(call), wait]
                 try:
                     *_, reply, acked = await self._send(where, options, commands)
@@ -1030,7 +1030,7 @@ class AsyncEchoMQ:
     async def _pipelined_on_pool(self, packed: bytes, count: int) -> list[Any]:
         """One write on one pooled connection, the replies read in order; a connection that
         fails or is cancelled half-way is dropped, never reused with replies left unread."""
-        pool = self.redis.connection_pool
+        pool = self.redis.connection_pool  # type: ignore[union-attr]  # _send refused a cluster client
         connection = await pool.get_connection()
         try:
             await connection.send_packed_command(packed)

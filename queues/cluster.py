@@ -170,8 +170,8 @@ def cluster_view(client: SyncClient, *, timeout_s: float = PROBE_TIMEOUT_S) -> C
             errors.append(f"{address}: {error}")
             continue
         parsed = parse_cluster_nodes(nodes_text)
-        reachable = _pings([n["address"] for n in parsed], timeout_s)
-        nodes = tuple(sorted((Node(reachable=up, **n) for n, up in zip(parsed, reachable)),
+        answered = _pings([n["address"] for n in parsed], timeout_s)
+        nodes = tuple(sorted((Node(reachable=up, **n) for n, up in zip(parsed, answered)),
                              key=lambda n: (n.role != "master", n.address)))
         state = "ok" if "cluster_state:ok" in info else "fail"
         return ClusterView(True, state, nodes, address)

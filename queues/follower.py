@@ -344,7 +344,7 @@ class Follower:
             elif self.cluster:
                 await asyncio.sleep(CLUSTER_READ_INTERVAL_S)
 
-    async def _read(self, streams: dict[str, str]) -> list[Any]:
+    async def _read(self, streams: dict[Any, Any]) -> list[Any]:
         assert self._reader is not None
         if not self.cluster:
             return list(await self._reader.xread(streams, count=EVENT_BATCH, block=self.block_ms) or [])

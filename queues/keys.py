@@ -44,7 +44,7 @@ def validate_job_id(job_id: object) -> str:
 def validate_state(state: object) -> State:
     if state not in STATES:
         raise InvalidInput(f"state must be one of {', '.join(STATES)}, not {state!r}")
-    return state  # type: ignore[return-value]
+    return state
 
 
 def _validate(value: object, what: str, max_length: int, forbidden: re.Pattern[str]) -> str:

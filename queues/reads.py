@@ -394,7 +394,7 @@ def job(queue: str, job_id: str, *, payload_bytes: int = JOB_PAYLOAD_BYTES) -> C
     def parse(reply: list[Any]) -> JobView:
         refused_whole("job", reply, job_id)
         now, *rest = reply
-        scores = {state: score_int(v) for state, v in zip(STATES, rest[:4]) if _text(v)}
+        scores: dict[str, int] = {state: score_int(v) for state, v in zip(STATES, rest[:4]) if _text(v)}
         key_type, length, payload, whole, count, *flat = rest[4:]
         fields: dict[str, bytes] = {}
         long_fields: dict[str, int] = {}

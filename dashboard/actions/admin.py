@@ -9,7 +9,7 @@ from .models import AuditEntry, QueueGrant
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AuditEntryAdmin(admin.ModelAdmin):
     """Read-only: the log is written by the actions themselves, never edited by hand."""
 
     list_display = ["created_at", "username", "action", "queue", "scope", "outcome", "result", "moved", "skipped",
@@ -29,6 +29,6 @@ class AuditEntryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(QueueGrant)
-class QueueGrantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class QueueGrantAdmin(admin.ModelAdmin):
     list_display = ["user", "pattern"]
     search_fields = ["user__username", "pattern"]

@@ -26,6 +26,8 @@ def record_refused(*, user: Any, data: Any, result: str, run_id: int | None = No
     if not user.is_authenticated:
         return None
     parameters: dict[str, object] = {}
+    action: str
+    jobs: list[dict[str, str]]
     if run_id is not None:
         run = AuditEntry.objects.filter(pk=run_id).only("queue", "scope").first()
         action, queue, jobs = AuditEntry.Action.CANCEL_RUN, run.queue if run else "", []

@@ -252,7 +252,8 @@ def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
                    previews.job_proposal(**fields), data)
     entry = actions.job_act(user=user, **fields)
     out = {"outcome": entry.outcome, "text": entry.result, "audit_id": entry.pk}
-    status = {AuditEntry.Outcome.MOVED: 200, AuditEntry.Outcome.REFUSED: 409}.get(entry.outcome, 503)
+    statuses: dict[str, int] = {AuditEntry.Outcome.MOVED: 200, AuditEntry.Outcome.REFUSED: 409}
+    status = statuses.get(entry.outcome, 503)
     if status == 503:
         raise Unavailable(entry.result)
     return Status(status, out)

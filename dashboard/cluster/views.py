@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 from queues import Unavailable
 from queues.cluster import ClusterView, Node, cluster_report
 
+from ..http import HtmxHttpRequest
 from ..services import read
 from ..sweeper import sweeper_status
 
@@ -37,7 +38,7 @@ def _node_rows(view: ClusterView) -> list[NodeRow]:
 
 @require_GET
 @login_required
-def cluster_page(request: HttpRequest) -> HttpResponse:
+def cluster_page(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"sweeper": sweeper_status(), "now_ms": 0}
     try:
         report = read(cluster_report)

@@ -57,7 +57,7 @@ def _wait(ms: int | None) -> str:
 
 def chart_from(series: Series, range_key: str) -> Chart:
     points: list[SeriesPoint] = series.points
-    peak = max([1] + [getattr(p, name) for p in points for name, _ in LINES])
+    peak: int = max([1] + [getattr(p, name) for p in points for name, _ in LINES])
     plot_w, plot_h = WIDTH - LEFT - 4, HEIGHT - TOP - BOTTOM
     step = plot_w / max(len(points), 1)
 

@@ -121,9 +121,10 @@ class Walker:
             chunk_started = time.monotonic()
             chunk = names[start:start + CHUNK]
             try:
-                calls = ([reads.stats(q) for q in chunk] + [reads.counts(q) for q in chunk]
-                         + [reads.workers(q, limit=1) for q in chunk])
-                results = read(lambda mq, calls=calls: mq.run_many(calls))
+                # read() calls the lambda at once, while chunk is still this chunk.
+                results = read(lambda mq: mq.run_many([reads.stats(q) for q in chunk]  # noqa: B023
+                                                      + [reads.counts(q) for q in chunk]  # noqa: B023
+                                                      + [reads.workers(q, limit=1) for q in chunk]))  # noqa: B023
             except Unavailable:
                 results = [Unavailable("unreachable")] * (3 * len(chunk))
             n = len(chunk)

@@ -48,7 +48,7 @@ def workers_page(request: HttpRequest) -> HttpResponse:
     except Unavailable as error:
         return render(request, "dashboard/workers.html", {**context, "redis_down": True, "redis_error": str(error)},
                       status=503)
-    groups = [{"queue": name, "found": None if isinstance(result, Exception) else result,
+    groups: list[dict[str, Any]] = [{"queue": name, "found": None if isinstance(result, Exception) else result,
                "error": str(result) if isinstance(result, Exception) else ""}
               for name, result in zip(page, results) if isinstance(result, Exception) or result.live]
     live = [g["found"] for g in groups if g["found"] is not None]

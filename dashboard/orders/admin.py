@@ -6,6 +6,6 @@ from .models import ApiToken
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("name", "user", "created_at")
     readonly_fields = ("digest", "created_at")

@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from typing import Final
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from .models import ApiToken
 
@@ -18,7 +18,7 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str) -> str:
+def api_token_create(*, user: User, name: str) -> str:
     """Returns the secret; it cannot be read back later."""
     secret = PREFIX + secrets.token_urlsafe(32)
     ApiToken.objects.create(user=user, name=name, digest=_digest(secret))
@@ -35,7 +35,7 @@ def api_token_find(secret: str) -> ApiToken | None:
     return token
 
 
-def api_token_user(secret: str) -> AbstractBaseUser | None:
+def api_token_user(secret: str) -> User | None:
     """The active user a token belongs to, or None for an unknown token."""
     token = api_token_find(secret)
     return token.user if token is not None else None

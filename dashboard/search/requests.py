@@ -93,7 +93,7 @@ def count_token(search: SearchRequest, *, count: int, user_id: int) -> str:
     return signing.dumps({"d": _digest(search), "n": count, "u": user_id}, salt=COUNT_SALT)
 
 
-def count_from_token(token: str, search: SearchRequest, *, user_id: int) -> int | None:
+def count_from_token(token: str, search: SearchRequest, *, user_id: int | None) -> int | None:
     """The count a search signed for exactly this request and user, recently; None when it is not one."""
     try:
         claims = signing.loads(token, salt=COUNT_SALT, max_age=COUNT_MAX_AGE_S)

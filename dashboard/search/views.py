@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from queues import STATES, InvalidInput, Unavailable, validate_queue_name
 from queues.failures import groups
 
+from ..http import HtmxHttpRequest
 from ..services import read
 from .requests import FORM_FIELDS, SearchRequest, new_run_token
 
@@ -52,7 +53,7 @@ def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:
 
 @require_GET
 @login_required
-def search_page(request: HttpRequest) -> HttpResponse:
+def search_page(request: HtmxHttpRequest) -> HttpResponse:
     context, status = search_context(request)
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         return render(request, "dashboard/search/_results.html", context, status=status)

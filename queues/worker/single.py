@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from typing import Any
 
 from ..client import AsyncEchoMQ, BlockingRunner
 from ..errors import Unavailable
@@ -46,12 +47,12 @@ class SingleThreadEngine:
     async def run(self, stop: asyncio.Event, hurry: asyncio.Event) -> None:
         """Runs the thread until stopped; hands its job back if the grace period runs out."""
         working = self._start_thread()
-        stopped = asyncio.create_task(stop.wait())
+        stopped: asyncio.Future[Any] = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait([working, stopped], return_when=asyncio.FIRST_COMPLETED)
             self._ledger.stopping.set()
             if not working.done():
-                hurried = asyncio.create_task(hurry.wait())
+                hurried: asyncio.Future[Any] = asyncio.create_task(hurry.wait())
                 await asyncio.wait([working, hurried], timeout=self._settings.grace_ms / 1000,
                                    return_when=asyncio.FIRST_COMPLETED)
                 hurried.cancel()

@@ -173,7 +173,7 @@ class Command(BaseCommand):
                           url=url, actor=f"demo-worker-{q.name}") for q in QUEUES]
         workers.append(Worker(queue="orders", handler="exchange.demo:fill_order", concurrency=2, lease_ms=10_000,
                               url=url, actor="demo-worker-orders"))
-        tasks = [asyncio.create_task(w.serve(halt)) for w in workers]
+        tasks: list[asyncio.Task[Any]] = [asyncio.create_task(w.serve(halt)) for w in workers]
         tasks += [asyncio.create_task(self._produce(url, halt)), asyncio.create_task(self._crash(url, halt)),
                   asyncio.create_task(self._place_orders(url, halt))]
         while not stop.is_set():

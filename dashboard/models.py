@@ -8,8 +8,8 @@ from django.db import models
 class Console(models.Model):
     """A table-less model that carries the console's custom permission.
 
-    Operators hold ``dashboard.act_on_jobs``; viewers do not. Issue 4's buttons
-    check it on every path.
+    Operators hold ``dashboard.act_on_jobs``; viewers do not. Every operator
+    action checks it on the server, whatever the page showed.
     """
 
     class Meta:

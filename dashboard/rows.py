@@ -93,7 +93,7 @@ def _template(name: str) -> Template:
 
 
 def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> SafeString:
-    """The rows of a queue page; the tick box and the buttons come from issue 4's templates."""
+    """The rows of a queue page; the tick box and the buttons come from the actions' templates."""
     pick, buttons = _template("dashboard/actions/pick.html"), _template("dashboard/actions/job_buttons.html")
     context = Context({"csrf_token": csrf_token}, autoescape=True)
     job_url = f"{reverse('job')}?q={_q(window.queue)}&amp;id="

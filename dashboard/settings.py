@@ -259,7 +259,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
 
-# The lease sweeper (issue 6): each daphne process offers to recover lapsed
+# The lease sweeper: each daphne process offers to recover lapsed
 # leases every EMQ_SWEEPER_INTERVAL_S seconds (0: this process never sweeps);
 # a lock on EMQ_REDIS_URL, or a Redlock over EMQ_LOCK_URLS when it lists
 # several independent Redis, lets one process at a time do it.

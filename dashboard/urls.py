@@ -12,7 +12,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("dashboard.orders.urls")),
-    # The console (issue 3). Queue names and job ids travel in the query
+    # The console. Queue names and job ids travel in the query
     # string: they may hold '/' and other characters a path cannot carry.
     path("", views.overview, name="overview"),
     path("queue/", views.queue_detail, name="queue"),
@@ -20,9 +20,9 @@ urlpatterns = [
     path("job/payload/", views.job_payload, name="job_payload"),
     path("find/", views.find, name="find"),
     path("", include("dashboard.search.urls")),
-    # Operator actions and the audit log (issue 4).
+    # Operator actions and the audit log.
     path("", include("dashboard.actions.urls")),
-    # The cluster page and the sweeper lock (issue 6).
+    # The cluster page and the sweeper lock.
     path("", include("dashboard.cluster.urls")),
     # Probes and Prometheus metrics (no login: /metrics checks a token or the address itself).
     path("", include("dashboard.monitoring.urls")),

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 LUA_DIR: Final = Path(__file__).with_name("lua")
 _INCLUDE = re.compile(r"^--@include ([\w.]+)$", re.MULTILINE)
@@ -85,14 +85,3 @@ def script(name: str) -> Script:
         raise ValueError(f"{stem}.lua must start with a shebang line such as '#!lua' or '#!lua flags=no-writes'")
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
-
-def is_noscript(error: BaseException) -> bool:
-    return "NOSCRIPT" in str(error)
-
-
-def evalsha_args(s: Script, keys: list[str], args: list[Any]) -> tuple[Any, ...]:
-    return (s.sha, len(keys), *keys, *args)
-
-
-def eval_args(s: Script, keys: list[str], args: list[Any]) -> tuple[Any, ...]:
-    return (s.source, len(keys), *keys, *args)

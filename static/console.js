@@ -121,5 +121,4 @@
     const find = document.querySelector(".find input");
     if (find) { e.preventDefault(); find.focus(); }
   });
-  window.emqConsole = { serverNow, measure, duration };
 })();

@@ -1,1 +1,1 @@
-"""The cluster page (issue 6): nodes, where each queue lives, and who sweeps lapsed leases."""
+"""The cluster page: nodes, where each queue lives, and who sweeps lapsed leases."""

@@ -98,10 +98,6 @@ class RedisServer:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
     def cleanup(self) -> None:
         self.stop()
         if self.workdir:

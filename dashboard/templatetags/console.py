@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
 
@@ -17,7 +18,8 @@ def duration(ms: int | float | None) -> str:
     ms = abs(float(ms))
     seconds = ms / 1000
     if seconds < 10:
-        return f"{seconds:.1f} s"
+        # As toFixed(1) rounds: a tie goes up (0.25 s is 0.3 s), where Python's format rounds it to even.
+        return f"{Decimal(seconds).quantize(Decimal('0.1'), ROUND_HALF_UP)} s"
     if seconds < 60:
         return f"{int(seconds)} s"
     minutes, seconds = divmod(int(seconds), 60)

@@ -13,20 +13,13 @@ from django.utils import timezone
 from dashboard.actions import runner, services
 from dashboard.actions.bulk import Selected, drive, queue_steps
 from dashboard.actions.models import AuditEntry
-from queues import EchoMQ, moves
+from queues import EchoMQ
 from queues.integrity import check_queue
 from tests.dashboard.conftest import htmx_post
 from tests.support.confirm import confirmed_post
+from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def make_failed(mq: EchoMQ, count: int, queue: str = "mail") -> list[str]:
-    ids = mq.enqueue_many(queue, ["x"] * count, max_attempts=1)
-    for start in range(0, count, 1000):
-        claimed = mq.claim(queue, lease_ms=60_000, count=min(1000, count - start))
-        mq.run_many([moves.fail(queue, j.id, j.token, error="boom", backoff_ms=0) for j in claimed])
-    return ids
 
 
 def finished(entry_id: int) -> AuditEntry:
@@ -36,7 +29,7 @@ def finished(entry_id: int) -> AuditEntry:
 
 def test_retry_all_retries_every_failed_job_in_batches_and_records_the_tally(operator_client: Client,
                                                                             console_mq: EchoMQ) -> None:
-    make_failed(console_mq, 450)
+    failed_jobs(console_mq, "mail", 450)
 
     response = confirmed_post(operator_client, "/actions/queue/", {"q": "mail", "action": "retry_all"})
 
@@ -65,7 +58,7 @@ def test_recover_all_brings_back_every_lapsed_lease_but_no_live_one(operator_cli
 
 
 def test_purge_removes_only_jobs_older_than_the_chosen_age(operator_client: Client, console_mq: EchoMQ) -> None:
-    make_failed(console_mq, 5)
+    failed_jobs(console_mq, "mail", 5)
 
     young = htmx_post(operator_client, "/actions/queue/", {"q": "mail", "action": "purge_failed",
                                                            "older_than_ms": "3600000"})
@@ -82,7 +75,7 @@ def test_purge_removes_only_jobs_older_than_the_chosen_age(operator_client: Clie
 
 
 def test_a_selection_acts_on_exactly_the_ticked_jobs_as_shown(operator_client: Client, console_mq: EchoMQ) -> None:
-    a, b, c, d = make_failed(console_mq, 4)
+    a, b, c, d = failed_jobs(console_mq, "mail", 4)
     console_mq.retry("mail", b)  # moved on after the page was drawn
     console_mq.delete("mail", c, expect_state="failed")  # gone
 
@@ -98,7 +91,7 @@ def test_a_selection_acts_on_exactly_the_ticked_jobs_as_shown(operator_client: C
 
 
 def test_a_job_ticked_twice_is_acted_on_once(operator_client: Client, console_mq: EchoMQ) -> None:
-    [a] = make_failed(console_mq, 1)
+    [a] = failed_jobs(console_mq, "mail", 1)
 
     htmx_post(operator_client, "/actions/selection/", {"q": "mail", "move": "retry",
                                                        "job": [f"failed:1:{a}", f"failed:1:{a}"]})
@@ -108,7 +101,7 @@ def test_a_job_ticked_twice_is_acted_on_once(operator_client: Client, console_mq
 
 
 def test_a_selection_with_a_malformed_item_is_refused_whole(operator_client: Client, console_mq: EchoMQ) -> None:
-    [a] = make_failed(console_mq, 1)
+    [a] = failed_jobs(console_mq, "mail", 1)
 
     response = htmx_post(operator_client, "/actions/selection/", {"q": "mail", "move": "retry",
                                                                   "job": [f"failed:1:{a}", "nonsense"]})
@@ -122,7 +115,7 @@ def test_a_selection_with_a_malformed_item_is_refused_whole(operator_client: Cli
 def test_a_retry_all_cancelled_half_way_leaves_every_job_in_exactly_one_state(operator: User,
                                                                              console_mq: EchoMQ) -> None:
     total = 30_000
-    make_failed(console_mq, total)
+    failed_jobs(console_mq, "mail", total)
 
     # Small batches make the run long enough to be caught half-way on any machine.
     entry = services.queue_act(user=operator, action="retry_all", queue="mail", limit=10)
@@ -142,7 +135,7 @@ def test_a_retry_all_cancelled_half_way_leaves_every_job_in_exactly_one_state(op
 
 
 def test_a_run_stops_when_another_process_asks_through_the_audit_row(operator: User, console_mq: EchoMQ) -> None:
-    make_failed(console_mq, 5_000)
+    failed_jobs(console_mq, "mail", 5_000)
     entry = services.queue_act(user=operator, action="retry_all", queue="mail", limit=1)
 
     AuditEntry.objects.filter(pk=entry.pk).update(cancel_requested_by="someone-elsewhere")
@@ -153,7 +146,7 @@ def test_a_run_stops_when_another_process_asks_through_the_audit_row(operator: U
 
 def test_the_run_page_shows_progress_and_the_per_item_outcomes(operator_client: Client, viewer_client: Client,
                                                               console_mq: EchoMQ) -> None:
-    a, b = make_failed(console_mq, 2)
+    a, b = failed_jobs(console_mq, "mail", 2)
     console_mq.retry("mail", b)
     htmx_post(operator_client, "/actions/selection/", {"q": "mail", "move": "retry",
                                                        "job": [f"failed:1:{a}", f"failed:1:{b}"]})
@@ -168,7 +161,7 @@ def test_the_run_page_shows_progress_and_the_per_item_outcomes(operator_client: 
 
 
 def test_the_steps_stop_between_two_calls_and_never_inside_one(console_mq: EchoMQ) -> None:
-    make_failed(console_mq, 1000)
+    failed_jobs(console_mq, "mail", 1000)
     calls = 0
 
     def stop_after_three() -> bool:

@@ -12,6 +12,7 @@ from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, Refused
 from tests.dashboard.conftest import htmx_post
 from tests.support.confirm import confirmation_token, post_confirming
+from tests.support.jobs import failed_job
 from tests.support.redis_servers import free_port
 
 URL = "/actions/job/"
@@ -23,14 +24,8 @@ def act(client: Client, mq: EchoMQ, move: str, job_id: str, **extra: Any) -> Any
     return htmx_post(client, URL, data)
 
 
-def failed_job(mq: EchoMQ, job_id: str) -> None:
-    mq.enqueue("mail", "x", job_id=job_id, max_attempts=1)
-    job = mq.claim("mail")[0]
-    mq.fail("mail", job.id, job.token, error="boom", backoff_ms=0)
-
-
 def test_retry_moves_a_failed_job_to_pending_and_says_so_in_place(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
 
     response = act(operator_client, console_mq, "retry", "a")
 
@@ -45,7 +40,7 @@ def test_retry_moves_a_failed_job_to_pending_and_says_so_in_place(operator_clien
 
 
 def test_the_queue_history_names_the_operator_who_moved_the_job(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
 
     act(operator_client, console_mq, "retry", "a")
 
@@ -115,7 +110,7 @@ def test_delete_asks_for_confirmation_first_and_changes_nothing_until_confirmed(
 
 def test_a_job_that_moved_on_since_the_page_was_drawn_is_refused_and_recorded(operator_client: Client,
                                                                             console_mq: EchoMQ) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
     shown = console_mq.job("mail", "a")
     console_mq.retry("mail", "a")
     job = console_mq.claim("mail")[0]
@@ -157,7 +152,7 @@ def test_a_missing_job_is_refused_in_words(operator_client: Client, console_mq: 
 ])
 def test_bad_input_is_a_readable_400_that_changes_and_records_nothing(operator_client: Client, console_mq: EchoMQ,
                                                                     data: dict[str, str], words: str) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
 
     response = htmx_post(operator_client, URL, data)
 
@@ -168,7 +163,7 @@ def test_bad_input_is_a_readable_400_that_changes_and_records_nothing(operator_c
 
 
 def test_a_plain_form_post_without_htmx_gets_a_whole_page(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
 
     response = operator_client.post(URL, {"q": "mail", "id": "a", "move": "retry", "state": "failed", "attempts": "1"})
 
@@ -177,7 +172,7 @@ def test_a_plain_form_post_without_htmx_gets_a_whole_page(operator_client: Clien
 
 
 def test_the_buttons_carry_the_state_and_attempts_the_page_shows(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq, "a")
+    failed_job(console_mq, "mail", "a")
 
     job_page = operator_client.get("/job/?q=mail&id=a").content.decode()
     queue_page = operator_client.get("/queue/?q=mail&state=failed").content.decode()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Iterator
 from html import unescape
 from typing import Any
@@ -18,22 +17,14 @@ from dashboard.actions import runner, services
 from dashboard.actions.bulk import Tally
 from dashboard.actions.models import AuditEntry, QueueGrant
 from dashboard.search.requests import SearchRequest, count_token, counts_token
-from queues import EchoMQ, moves
+from queues import EchoMQ
 from queues.integrity import check_queue
 from queues.search import Query
 from tests.support.confirm import confirmation_token
+from tests.support.jobs import failed_jobs
 from tests.support.keyspace import keyspace_dump
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def failed(mq: EchoMQ, count: int, error: str, queue: str = "mail") -> list[str]:
-    ids = mq.enqueue_many(queue, ["{}"] * count, max_attempts=1)
-    for start in range(0, count, 1000):
-        claimed = mq.claim(queue, lease_ms=60_000, count=min(1000, count - start))
-        mq.run_many([moves.fail(queue, j.id, j.token, error=error, backoff_ms=0) for j in claimed])
-    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
-    return ids
 
 
 def finished(entry_id: int) -> AuditEntry:
@@ -50,8 +41,8 @@ def ask(client: Client, data: dict[str, Any]) -> Any:
 
 def test_the_confirmation_states_the_query_and_how_many_the_search_found(operator_client: Client,
                                                                          operator: User, console_mq: EchoMQ) -> None:
-    failed(console_mq, 30, "timeout after 3012 ms")
-    failed(console_mq, 5, "card declined")
+    failed_jobs(console_mq, "mail", 30, "{}", error="timeout after 3012 ms")
+    failed_jobs(console_mq, "mail", 5, "{}", error="card declined")
     counted = count_token(SearchRequest.parse(SEARCH, now_ms=0), count=30, user_id=operator.pk)
 
     asked = ask(operator_client, {**SEARCH, "move": "retry", "counted": counted})
@@ -63,7 +54,7 @@ def test_the_confirmation_states_the_query_and_how_many_the_search_found(operato
 
 
 def test_without_a_signed_count_the_confirmation_counts_now(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed(console_mq, 12, "timeout")
+    failed_jobs(console_mq, "mail", 12, "{}", error="timeout")
     forged = count_token(SearchRequest.parse({**SEARCH, "error": "other"}, now_ms=0), count=99, user_id=1)
 
     html = ask(operator_client, {**SEARCH, "move": "delete", "counted": forged}).content.decode()
@@ -73,8 +64,8 @@ def test_without_a_signed_count_the_confirmation_counts_now(operator_client: Cli
 
 def test_a_confirmed_retry_moves_the_matches_and_writes_the_query_in_the_audit_row(operator_client: Client,
                                                                                    console_mq: EchoMQ) -> None:
-    failed(console_mq, 30, "timeout")
-    declined = failed(console_mq, 5, "card declined")
+    failed_jobs(console_mq, "mail", 30, "{}", error="timeout")
+    declined = failed_jobs(console_mq, "mail", 5, "{}", error="card declined")
     token = confirmation_token(ask(operator_client, {**SEARCH, "move": "retry"}).content.decode())
     asked_fields = {**SEARCH, "move": "retry", "at_most": "30", "confirmation": token}
 
@@ -93,7 +84,7 @@ def test_a_confirmed_retry_moves_the_matches_and_writes_the_query_in_the_audit_r
 
 def test_a_confirmation_for_a_larger_count_or_another_query_is_refused(operator_client: Client,
                                                                        console_mq: EchoMQ) -> None:
-    failed(console_mq, 3, "timeout")
+    failed_jobs(console_mq, "mail", 3, "{}", error="timeout")
     token = confirmation_token(ask(operator_client, {**SEARCH, "move": "retry"}).content.decode())
 
     bigger = ask(operator_client, {**SEARCH, "move": "retry", "at_most": "3000", "confirmation": token})
@@ -112,7 +103,7 @@ def test_a_confirmation_for_a_larger_count_or_another_query_is_refused(operator_
 ])
 def test_a_bad_request_is_refused_in_words_and_changes_nothing(operator_client: Client, console_mq: EchoMQ,
                                                               data: dict[str, str], message: str) -> None:
-    failed(console_mq, 2, "timeout")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
 
     response = ask(operator_client, data)
 
@@ -121,7 +112,7 @@ def test_a_bad_request_is_refused_in_words_and_changes_nothing(operator_client: 
 
 
 def test_a_viewer_may_not_act_on_a_search(viewer_client: Client, console_mq: EchoMQ) -> None:
-    failed(console_mq, 2, "timeout")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
 
     response = ask(viewer_client, {**SEARCH, "move": "delete"})
 
@@ -131,7 +122,7 @@ def test_a_viewer_may_not_act_on_a_search(viewer_client: Client, console_mq: Ech
 def test_a_bulk_over_a_search_cancelled_half_way_leaves_every_job_in_one_state_with_an_audit_row(
         operator: User, console_mq: EchoMQ, monkeypatch: pytest.MonkeyPatch) -> None:
     total = 2000
-    failed(console_mq, total, "timeout")
+    failed_jobs(console_mq, "mail", total, "{}", error="timeout")
     gate, first_step_done = threading.Event(), threading.Event()
     real_steps = services.search_steps
 
@@ -166,8 +157,8 @@ def ask_many(client: Client, counts: dict[str, int], **extra: str) -> Any:
 
 def test_acting_on_a_search_of_many_asks_once_with_the_query_the_total_and_each_queues_count(
         operator_client: Client, operator: User, console_mq: EchoMQ) -> None:
-    failed(console_mq, 3, "timeout", queue="mail")
-    failed(console_mq, 2, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 3, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 2, "{}", error="timeout")
     counts = {"mail": 3, "sms": 2}
     counted = counts_token(SearchRequest.parse(MANY, now_ms=0), counts=counts, user_id=operator.pk)
     before = keyspace_dump(console_mq.redis)
@@ -181,8 +172,8 @@ def test_acting_on_a_search_of_many_asks_once_with_the_query_the_total_and_each_
 
 def test_without_signed_counts_a_search_of_many_counts_each_queue_now(operator_client: Client,
                                                                      console_mq: EchoMQ) -> None:
-    failed(console_mq, 4, "timeout", queue="mail")
-    failed(console_mq, 1, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 4, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 1, "{}", error="timeout")
 
     html = ask_many(operator_client, {"mail": 99, "sms": 99}, move="retry").content.decode()
 
@@ -191,9 +182,9 @@ def test_without_signed_counts_a_search_of_many_counts_each_queue_now(operator_c
 
 def test_a_confirmed_act_on_a_search_of_many_is_one_run_with_one_audit_row_holding_the_query(
         operator_client: Client, console_mq: EchoMQ) -> None:
-    failed(console_mq, 3, "timeout", queue="mail")
-    failed(console_mq, 2, "timeout", queue="sms")
-    declined = failed(console_mq, 2, "card declined", queue="sms")
+    failed_jobs(console_mq, "mail", 3, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 2, "{}", error="timeout")
+    declined = failed_jobs(console_mq, "sms", 2, "{}", error="card declined")
     asked = ask_many(operator_client, {"mail": 0, "sms": 0}, move="retry").content.decode()
     counts = json.loads(unescape(re.search(r'name="counts" value="([^"]*)"', asked).group(1)))  # type: ignore[union-attr]
 
@@ -215,10 +206,10 @@ def test_a_confirmed_act_on_a_search_of_many_is_one_run_with_one_audit_row_holdi
 
 def test_each_queue_moves_at_most_what_it_matched_when_confirmed(operator_client: Client,
                                                                 console_mq: EchoMQ) -> None:
-    failed(console_mq, 2, "timeout", queue="mail")
-    failed(console_mq, 2, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 2, "{}", error="timeout")
     asked = ask_many(operator_client, {"mail": 0, "sms": 0}, move="retry").content.decode()
-    failed(console_mq, 3, "timeout", queue="mail")  # came to match after the confirmation was asked
+    failed_jobs(console_mq, "mail", 3, "{}", error="timeout")  # came to match after the confirmation was asked
 
     ask_many(operator_client, {"mail": 2, "sms": 2}, move="retry", confirmation=confirmation_token(asked))
 
@@ -230,8 +221,8 @@ def test_each_queue_moves_at_most_what_it_matched_when_confirmed(operator_client
 
 def test_a_confirmation_of_a_search_of_many_for_other_counts_or_queues_is_refused_and_changes_nothing(
         operator_client: Client, console_mq: EchoMQ) -> None:
-    failed(console_mq, 2, "timeout", queue="mail")
-    failed(console_mq, 2, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 2, "{}", error="timeout")
     token = confirmation_token(ask_many(operator_client, {"mail": 0, "sms": 0}, move="retry").content.decode())
     before = keyspace_dump(console_mq.redis)
 
@@ -250,7 +241,7 @@ def test_a_confirmation_of_a_search_of_many_for_other_counts_or_queues_is_refuse
 ])
 def test_a_search_of_many_with_bad_counts_is_refused_in_words(operator_client: Client, console_mq: EchoMQ,
                                                              counts: str, message: str) -> None:
-    failed(console_mq, 2, "timeout")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
     before = keyspace_dump(console_mq.redis)
 
     response = ask(operator_client, {**MANY, "counts": counts, "move": "retry"})
@@ -262,8 +253,8 @@ def test_a_search_of_many_with_bad_counts_is_refused_in_words(operator_client: C
 def test_an_operator_kept_from_one_of_the_queues_may_not_act_on_the_search_of_many(
         operator_client: Client, operator: User, console_mq: EchoMQ) -> None:
     QueueGrant.objects.create(user=operator, pattern="mail")
-    failed(console_mq, 2, "timeout", queue="mail")
-    failed(console_mq, 2, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 2, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 2, "{}", error="timeout")
     before = keyspace_dump(console_mq.redis)
 
     response = ask_many(operator_client, {"mail": 2, "sms": 2}, move="retry")
@@ -274,8 +265,8 @@ def test_an_operator_kept_from_one_of_the_queues_may_not_act_on_the_search_of_ma
 
 def test_a_run_over_a_search_of_many_cancelled_half_way_leaves_every_job_in_one_state(
         operator: User, console_mq: EchoMQ, monkeypatch: pytest.MonkeyPatch) -> None:
-    failed(console_mq, 300, "timeout", queue="mail")
-    failed(console_mq, 300, "timeout", queue="sms")
+    failed_jobs(console_mq, "mail", 300, "{}", error="timeout")
+    failed_jobs(console_mq, "sms", 300, "{}", error="timeout")
     gate, first_step_done = threading.Event(), threading.Event()
     real_steps = services.search_steps_many
 

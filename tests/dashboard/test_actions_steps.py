@@ -7,18 +7,12 @@ import time
 import pytest
 
 from dashboard.actions.bulk import MAX_SELECTION, Selected, drive, queue_steps, selection_steps
-from queues import EchoMQ, InvalidInput, moves
-
-
-def make_failed(mq: EchoMQ, queue: str, count: int) -> list[str]:
-    ids = mq.enqueue_many(queue, ["x"] * count, max_attempts=1)
-    claimed = mq.claim(queue, lease_ms=60_000, count=count)
-    mq.run_many([moves.fail(queue, j.id, j.token, error="boom", backoff_ms=0) for j in claimed])
-    return ids
+from queues import EchoMQ, InvalidInput
+from tests.support.jobs import failed_jobs
 
 
 def test_retry_all_moves_every_failed_job_in_calls_of_at_most_the_limit(any_mq: EchoMQ) -> None:
-    make_failed(any_mq, "steps", 250)
+    failed_jobs(any_mq, "steps", 250)
     sizes: list[int] = []
 
     end = drive(queue_steps(any_mq, "retry_all", "steps", limit=100),
@@ -30,17 +24,17 @@ def test_retry_all_moves_every_failed_job_in_calls_of_at_most_the_limit(any_mq: 
 
 
 def test_retry_all_leaves_jobs_that_failed_after_it_started(any_mq: EchoMQ) -> None:
-    make_failed(any_mq, "steps", 3)
+    failed_jobs(any_mq, "steps", 3)
     steps = queue_steps(any_mq, "retry_all", "steps", limit=1)
     time.sleep(0.005)  # the cutoff is the server's millisecond: a failure in that same millisecond counts
-    make_failed(any_mq, "steps", 2)
+    failed_jobs(any_mq, "steps", 2)
 
     assert drive(steps).tally.moved == 3
     assert any_mq.stats("steps").counts["failed"] == 2
 
 
 def test_a_selection_moves_the_ticked_jobs_and_skips_or_misses_the_rest(any_mq: EchoMQ) -> None:
-    a, b, c = make_failed(any_mq, "steps", 3)
+    a, b, c = failed_jobs(any_mq, "steps", 3)
     any_mq.retry("steps", b)
     any_mq.delete("steps", c, expect_state="failed")
 
@@ -51,7 +45,7 @@ def test_a_selection_moves_the_ticked_jobs_and_skips_or_misses_the_rest(any_mq: 
 
 
 def test_bad_selections_are_refused_before_any_move(mq: EchoMQ) -> None:
-    [a] = make_failed(mq, "steps", 1)
+    [a] = failed_jobs(mq, "steps", 1)
 
     with pytest.raises(InvalidInput, match="unknown move"):
         selection_steps(mq, "explode", "steps", [Selected(a, "failed", "1")])

@@ -38,11 +38,11 @@ from dashboard.actions.models import AuditEntry, QueueGrant
 from dashboard.asgi import application
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.routing import websocket_urlpatterns
-from queues import EchoMQ, moves
+from queues import EchoMQ
 from queues.follower import Follower
 from queues.search import Search
 from tests.support.confirm import post_confirming
-from tests.support.jobs import failed_jobs
+from tests.support.jobs import failed_job, failed_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -219,7 +219,7 @@ def _operator(username: str, patterns: list[str]) -> User:
 @pytest.fixture
 def world(console_mq: EchoMQ) -> Iterator[World]:
     for queue in ("mail", "billing-eu"):
-        failed_job(console_mq, queue=queue)
+        failed_job(console_mq, queue, "a")
     users: dict[str, User | None] = {
         "anonymous": None,
         "viewer": user_create(username="vera", password="vera-password", role=VIEWERS),
@@ -437,11 +437,6 @@ async def test_every_persona_gets_the_declared_answer_on_every_websocket_route(
 
 # What the refusals leave behind ------------------------------------------------------------------------------------
 
-def failed_job(mq: EchoMQ, job_id: str = "a", queue: str = "mail") -> None:
-    mq.enqueue(queue, "x", job_id=job_id, max_attempts=1)
-    job = mq.claim(queue)[0]
-    mq.run(moves.fail(queue, job.id, job.token, error="boom", backoff_ms=0))
-
 
 def running_entry(queue: str = "mail") -> AuditEntry:
     """A bulk run's row as a running run leaves it (no thread behind it: only the row is under test)."""
@@ -467,7 +462,7 @@ def unchanged(mq: EchoMQ, entry: AuditEntry) -> bool:
 
 
 def test_anonymous_requests_are_sent_to_the_login_page_and_change_nothing(client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq)
+    failed_job(console_mq, "mail", "a")
     entry = running_entry()
 
     for url, data in actions(entry):
@@ -483,7 +478,7 @@ def test_anonymous_requests_are_sent_to_the_login_page_and_change_nothing(client
 
 def test_a_viewer_gets_a_readable_403_for_every_action_and_nothing_changes(viewer_client: Client,
                                                                           console_mq: EchoMQ) -> None:
-    failed_job(console_mq)
+    failed_job(console_mq, "mail", "a")
     entry = running_entry()
 
     for url, data in actions(entry):
@@ -514,7 +509,7 @@ def test_a_viewer_may_read_the_audit_log_and_follow_a_run(viewer_client: Client,
 
 
 def test_no_action_happens_through_get(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq)
+    failed_job(console_mq, "mail", "a")
     entry = running_entry()
 
     for url, data in actions(entry):
@@ -523,7 +518,7 @@ def test_no_action_happens_through_get(operator_client: Client, console_mq: Echo
 
 
 def test_an_operator_may_do_every_action(operator_client: Client, console_mq: EchoMQ) -> None:
-    failed_job(console_mq)
+    failed_job(console_mq, "mail", "a")
     entry = running_entry()
 
     for url, data in actions(entry):
@@ -539,7 +534,7 @@ def test_an_operator_may_do_every_action(operator_client: Client, console_mq: Ec
 
 
 def test_a_post_without_the_csrf_token_is_refused(operator: User, console_mq: EchoMQ) -> None:
-    failed_job(console_mq)
+    failed_job(console_mq, "mail", "a")
     entry = running_entry()
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
@@ -557,8 +552,8 @@ def test_a_post_without_the_csrf_token_is_refused(operator: User, console_mq: Ec
 def test_an_operator_restricted_to_some_queues_is_refused_on_the_others(operator: User, operator_client: Client,
                                                                        console_mq: EchoMQ) -> None:
     QueueGrant.objects.create(user=operator, pattern="billing-*")
-    failed_job(console_mq, queue="mail")
-    failed_job(console_mq, queue="billing-eu")
+    failed_job(console_mq, "mail", "a")
+    failed_job(console_mq, "billing-eu", "a")
 
     refused = operator_client.post("/actions/job/", {"q": "mail", "id": "a", "move": "retry", "state": "failed",
                                                      "attempts": "1"})

@@ -18,18 +18,12 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.asgi import application
 from dashboard.search import consumers
-from queues import EchoMQ, moves
+from queues import EchoMQ
 from tests.dashboard.conftest import htmx_get
 from tests.dashboard.test_no_inline_code import inline_code
+from tests.support.jobs import failed_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def failed(mq: EchoMQ, job_id: str, payload: str, error: str, queue: str = "mail") -> None:
-    mq.enqueue(queue, payload, job_id=job_id, max_attempts=1)
-    [job] = [j for j in mq.claim(queue, count=1000) if j.id == job_id]
-    mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
-    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
 
 
 @pytest.fixture
@@ -106,7 +100,7 @@ def test_an_age_is_resolved_into_a_server_time_before_the_socket_sees_it(viewer_
 
 
 def test_the_queue_page_and_the_search_page_hold_no_inline_code(viewer_client: Client, console_mq: EchoMQ) -> None:
-    failed(console_mq, "a", "{}", "boom")
+    failed_job(console_mq, "mail", "a", "{}", error="boom")
     for url in ("/queue/?q=mail&state=failed", "/search/", "/search/?q=mail&state=failed&error=boom",
                 "/search/?state=failed&payload=x&in=ma"):
         response = viewer_client.get(url)
@@ -117,9 +111,9 @@ def test_the_queue_page_and_the_search_page_hold_no_inline_code(viewer_client: C
 
 async def test_the_socket_streams_the_matches_then_says_it_finished(viewer_client: Client, console_mq: EchoMQ,
                                                                     viewer_cookie: bytes) -> None:
-    failed(console_mq, "t1", '{"user": {"id": 42}}', "Timeout after 3012 ms")
-    failed(console_mq, "t2", '{"user": {"id": 7}}', "timeout after 2999 ms")
-    failed(console_mq, "c1", '{"user": {"id": 42}}', "card declined")
+    failed_job(console_mq, "mail", "t1", '{"user": {"id": 42}}', error="Timeout after 3012 ms")
+    failed_job(console_mq, "mail", "t2", '{"user": {"id": 7}}', error="timeout after 2999 ms")
+    failed_job(console_mq, "mail", "c1", '{"user": {"id": 42}}', error="card declined")
     path = await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&error=timeout&field=user.id%3D42")
     communicator = await connect(path, viewer_cookie)
 
@@ -144,8 +138,8 @@ def operator_cookie(operator: User) -> bytes:
 async def test_an_operator_is_offered_the_moves_of_the_state_with_the_count(operator_client: Client,
                                                                             console_mq: EchoMQ,
                                                                             operator_cookie: bytes) -> None:
-    failed(console_mq, "t1", "{}", "timeout")
-    failed(console_mq, "t2", "{}", "timeout")
+    failed_job(console_mq, "mail", "t1", "{}", error="timeout")
+    failed_job(console_mq, "mail", "t2", "{}", error="timeout")
     path = await sync_to_async(ws_path)(operator_client, "/search/?q=mail&state=failed&error=timeout")
     communicator = await connect(path, operator_cookie)
     await messages_until(communicator, lambda m: "Finished:" in m)
@@ -158,7 +152,7 @@ async def test_an_operator_is_offered_the_moves_of_the_state_with_the_count(oper
 
 async def test_hostile_data_is_streamed_escaped(viewer_client: Client, console_mq: EchoMQ,
                                                 viewer_cookie: bytes) -> None:
-    failed(console_mq, "x<b>", '<script>alert(1)</script> hit', "<img src=x onerror=alert(2)>")
+    failed_job(console_mq, "mail", "x<b>", '<script>alert(1)</script> hit', error="<img src=x onerror=alert(2)>")
     console_mq.enqueue("mail", b"\xff\xfe hit \x00", job_id="binary")
     path = await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&payload=hit")
     communicator = await connect(path, viewer_cookie)
@@ -203,9 +197,9 @@ async def test_stop_ends_the_search_between_two_steps(viewer_client: Client, con
 
 async def test_a_search_of_every_queue_names_the_queue_of_each_match(viewer_client: Client, console_mq: EchoMQ,
                                                                      viewer_cookie: bytes) -> None:
-    failed(console_mq, "m1", "{}", "quota exceeded", queue="mail")
-    failed(console_mq, "s1", "{}", "quota exceeded", queue="sms")
-    failed(console_mq, "x1", "{}", "quota exceeded", queue="other")
+    failed_job(console_mq, "mail", "m1", "{}", error="quota exceeded")
+    failed_job(console_mq, "sms", "s1", "{}", error="quota exceeded")
+    failed_job(console_mq, "other", "x1", "{}", error="quota exceeded")
     path = await sync_to_async(ws_path)(viewer_client, "/search/?state=failed&error=quota&in=m")
     communicator = await connect(path, viewer_cookie)
 
@@ -230,9 +224,9 @@ async def test_a_search_of_many_queues_offers_each_queue_its_own_moves_with_its_
                                                                                     console_mq: EchoMQ,
                                                                                     operator_cookie: bytes) -> None:
     for n in range(3):
-        failed(console_mq, f"m{n}", "{}", "quota exceeded", queue="mail")
-    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
-    failed(console_mq, "x0", "{}", "card declined", queue="other")
+        failed_job(console_mq, "mail", f"m{n}", "{}", error="quota exceeded")
+    failed_job(console_mq, "sms", "s0", "{}", error="quota exceeded")
+    failed_job(console_mq, "other", "x0", "{}", error="card declined")
     path = await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota")
     communicator = await connect(path, operator_cookie)
     await messages_until(communicator, lambda m: "Finished:" in m)

@@ -7,16 +7,11 @@ import time
 import pytest
 
 from queues import EchoMQ, InvalidInput, Refused
-
-
-def _failed_job(mq: EchoMQ, job_id: str = "a") -> None:
-    mq.enqueue("q", "x", job_id=job_id, max_attempts=1)
-    [job] = mq.claim("q")
-    mq.fail("q", job_id, job.token, error="boom")
+from tests.support.jobs import failed_job
 
 
 def test_retry_moves_a_failed_job_back_to_pending_with_one_more_try(any_mq: EchoMQ) -> None:
-    _failed_job(any_mq)
+    failed_job(any_mq, "q", "a")
 
     result = any_mq.retry("q", "a", expect_state="failed", expect_attempts=1)
 
@@ -28,7 +23,7 @@ def test_retry_moves_a_failed_job_back_to_pending_with_one_more_try(any_mq: Echo
 
 
 def test_retry_refuses_when_the_job_has_moved_on_since_it_was_shown(any_mq: EchoMQ) -> None:
-    _failed_job(any_mq)
+    failed_job(any_mq, "q", "a")
     any_mq.retry("q", "a")
     [job] = any_mq.claim("q")
     any_mq.complete("q", "a", job.token)
@@ -126,7 +121,7 @@ def test_operator_moves_on_a_missing_job_say_so(mq: EchoMQ) -> None:
 
 @pytest.mark.parametrize("seen", [{"expect_state": "sleeping"}, {"expect_attempts": "many"}, {"expect_attempts": -1}])
 def test_bad_expectations_are_refused_as_bad_input(mq: EchoMQ, seen: dict[str, object]) -> None:
-    _failed_job(mq)
+    failed_job(mq, "q", "a")
 
     with pytest.raises(InvalidInput):
         mq.retry("q", "a", **seen)

@@ -9,18 +9,12 @@ import pytest
 
 from queues import EchoMQ, EmqError, InvalidInput, QueueKeys, moves
 from queues.search import FieldFilter, Limits, Query, Search, parse_path, search, search_call
+from tests.support.jobs import failed_job
 
 
 def found(mq: EchoMQ, query: Query, queues: list[str] | None = None, **limits: object) -> list[str]:
     return [m.id for step in search(mq, query, queues or ["q"], limits=Limits(**limits))  # type: ignore[arg-type]
             for m in step.matches]
-
-
-def failed(mq: EchoMQ, job_id: str, payload: bytes | str, error: str = "boom", queue: str = "q") -> None:
-    mq.enqueue(queue, payload, job_id=job_id, max_attempts=1)
-    [job] = [j for j in mq.claim(queue, count=1000) if j.id == job_id]
-    mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
-    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
 
 
 def keyspace(mq: EchoMQ) -> dict[bytes, bytes]:
@@ -111,8 +105,8 @@ def test_payloads_too_large_or_too_deep_to_decode_are_counted_as_unreadable_not_
 
 
 def test_error_text_is_matched_without_regard_to_ascii_case(mq: EchoMQ) -> None:
-    failed(mq, "a", "{}", error="Connection TIMEOUT after 3012 ms")
-    failed(mq, "b", "{}", error="card declined")
+    failed_job(mq, "q", "a", "{}", error="Connection TIMEOUT after 3012 ms")
+    failed_job(mq, "q", "b", "{}", error="card declined")
 
     assert found(mq, Query("failed", error="timeout after")) == ["a"]
     assert found(mq, Query("failed", error="declined")) == ["b"]
@@ -151,7 +145,7 @@ def test_ids_without_a_hash_are_counted_as_missing_and_never_matched(mq: EchoMQ)
 
 def test_a_search_writes_nothing(mq: EchoMQ) -> None:
     for n in range(50):
-        failed(mq, f"j{n}", json.dumps({"n": n}), error=f"boom {n}")
+        failed_job(mq, "q", f"j{n}", json.dumps({"n": n}), error=f"boom {n}")
     before = keyspace(mq)
 
     assert len(found(mq, Query("failed", error="boom", field=FieldFilter.parse("n=7")))) == 1
@@ -214,7 +208,7 @@ def test_a_search_stops_at_its_match_limit(mq: EchoMQ) -> None:
 
 def test_a_job_that_leaves_and_reenters_the_set_while_the_search_runs_is_reported_once(mq: EchoMQ) -> None:
     for n in range(30):
-        failed(mq, f"j{n:02d}", "{}", error="timeout")
+        failed_job(mq, "q", f"j{n:02d}", "{}", error="timeout")
     # A search of done or failed jobs covers those that ended before the millisecond it began.
     time.sleep(0.002)
     engine = Search(Query("failed", error="timeout", order="asc"), ["q"], Limits(step_entries=10))
@@ -235,7 +229,7 @@ def test_a_job_that_leaves_and_reenters_the_set_while_the_search_runs_is_reporte
 
 def test_a_search_of_many_queues_reports_each_queue_and_stops_at_the_queue_cap(mq: EchoMQ) -> None:
     for queue in ("a", "b", "c"):
-        failed(mq, f"{queue}-1", "{}", error="refused", queue=queue)
+        failed_job(mq, queue, f"{queue}-1", "{}", error="refused")
 
     engine = Search(Query("failed", error="refused"), ["a", "b", "c"], Limits(max_queues=2))
     matches = [(m.queue, m.id) for step in engine.steps(mq) for m in step.matches]

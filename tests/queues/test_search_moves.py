@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
-from queues import EchoMQ, InvalidInput, moves
+from queues import EchoMQ, InvalidInput
 from queues.integrity import check_queue
 from queues.search import Limits, MoveTally, Query, Search, move_matches
-
-
-def failed(mq: EchoMQ, count: int, error: str, queue: str = "q") -> list[str]:
-    ids = mq.enqueue_many(queue, ['{"n": 1}'] * count, max_attempts=1)
-    claimed = mq.claim(queue, lease_ms=60_000, count=count)
-    mq.run_many([moves.fail(queue, j.id, j.token, error=error, backoff_ms=0) for j in claimed])
-    time.sleep(0.002)  # a search covers the jobs that ended before the millisecond it began
-    return ids
+from tests.support.jobs import failed_jobs
 
 
 def total(tallies: Any) -> MoveTally:
@@ -48,8 +40,8 @@ class WorkerBetweenFindAndMove:
 
 
 def test_a_retry_over_a_search_moves_the_matches_only(mq: EchoMQ) -> None:
-    timeouts = failed(mq, 30, "timeout after 3012 ms")
-    others = failed(mq, 20, "card declined")
+    timeouts = failed_jobs(mq, "q", 30, '{"n": 1}', error="timeout after 3012 ms")
+    others = failed_jobs(mq, "q", 20, '{"n": 1}', error="card declined")
 
     tally = total(move_matches(mq, "retry", Search(Query("failed", error="timeout"), ["q"])))
 
@@ -59,7 +51,7 @@ def test_a_retry_over_a_search_moves_the_matches_only(mq: EchoMQ) -> None:
 
 
 def test_a_job_that_moved_on_between_being_found_and_being_moved_is_skipped_and_untouched(mq: EchoMQ) -> None:
-    failed(mq, 10, "timeout")
+    failed_jobs(mq, "q", 10, '{"n": 1}', error="timeout")
     client = WorkerBetweenFindAndMove(mq, victims=3)
 
     tally = total(move_matches(client, "delete", Search(Query("failed", error="timeout"), ["q"])))
@@ -72,7 +64,7 @@ def test_a_job_that_moved_on_between_being_found_and_being_moved_is_skipped_and_
 
 
 def test_a_bulk_move_acts_on_at_most_the_count_confirmed(mq: EchoMQ) -> None:
-    failed(mq, 25, "timeout")
+    failed_jobs(mq, "q", 25, '{"n": 1}', error="timeout")
     engine = Search(Query("failed", error="timeout", order="asc"), ["q"], Limits(lean_step_matches=10))
 
     tally = total(move_matches(mq, "retry", engine, at_most=12))
@@ -82,7 +74,7 @@ def test_a_bulk_move_acts_on_at_most_the_count_confirmed(mq: EchoMQ) -> None:
 
 
 def test_a_bulk_move_stopped_half_way_leaves_every_job_in_exactly_one_state(mq: EchoMQ) -> None:
-    ids = failed(mq, 500, "timeout")
+    ids = failed_jobs(mq, "q", 500, '{"n": 1}', error="timeout")
     # A step of 25 entries ends at its 25th, before its first look at the clock (every 32 entries), so each
     # step finds exactly 25 jobs, moved as one chunk, even on the smallest budget: the run stops at 100 exactly.
     limits = Limits(step_entries=25, lean_step_matches=25, step_budget_us=100)

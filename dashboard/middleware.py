@@ -240,6 +240,7 @@ def bound_daphne_requests() -> None:
 
 
 def _bounded_web_request(base: type) -> type:
+    # (twisted declares its interfaces' methods without self, so mypy misreads callLater's arguments)
     from twisted.internet import reactor
 
     class BoundedWebRequest(base):
@@ -254,7 +255,7 @@ def _bounded_web_request(base: type) -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # Made when the request line arrives: from then on the headers and the body have a deadline.
             super().__init__(*args, **kwargs)
-            self.deadline = reactor.callLater(float(settings.EMQ_REQUEST_DEADLINE_S), self.overdue)
+            self.deadline = reactor.callLater(float(settings.EMQ_REQUEST_DEADLINE_S), self.overdue)  # type: ignore[arg-type]
 
         def gotLength(self, length: int | None) -> None:
             limit = int(settings.EMQ_MAX_BODY_BYTES)

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from queues import EchoMQ
-from tests.support.redis_servers import RedisServer, free_port
+from tests.support.daphne import start_daphne, stop_daphne
+from tests.support.redis_servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -41,44 +41,6 @@ class Console:
         return done.stdout.strip()
 
 
-def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited with {process.returncode}")
-        try:
-            urllib.request.urlopen(url + "login/", timeout=1)
-            return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    raise RuntimeError("daphne did not answer")
-
-
-def _start_daphne(env: dict[str, str], workdir: Path, name: str) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "dashboard.asgi:application"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        _wait_for_http(url, daphne)
-    except RuntimeError:
-        _stop(daphne)
-        raise
-    return url, daphne
-
-
-def _stop(daphne: subprocess.Popen[bytes]) -> None:
-    daphne.terminate()
-    try:
-        daphne.wait(10)
-    except subprocess.TimeoutExpired:
-        daphne.kill()
-
-
 @pytest.fixture(scope="session")
 def console() -> Iterator[Console]:
     redis = RedisServer().start()
@@ -95,22 +57,22 @@ def console() -> Iterator[Console]:
     subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
                     f"user_create(username={USERNAME!r}, password={PASSWORD!r}, role='viewers')"],
                    env=env, cwd=ROOT, check=True, timeout=60)
-    url, daphne = _start_daphne(env, workdir, "daphne")
+    url, daphne = start_daphne(env, workdir, "daphne")
     try:
         yield Console(url, redis, env)
     finally:
-        _stop(daphne)
+        stop_daphne(daphne)
         redis.cleanup()
 
 
 @pytest.fixture
 def second_console(console: Console) -> Iterator[str]:
     """Another daphne process serving the same database and Redis, as behind one load balancer."""
-    url, daphne = _start_daphne(console.env, Path(console.env["EMQ_CONSOLE_WORKDIR"]), "daphne-2")
+    url, daphne = start_daphne(console.env, Path(console.env["EMQ_CONSOLE_WORKDIR"]), "daphne-2")
     try:
         yield url
     finally:
-        _stop(daphne)
+        stop_daphne(daphne)
 
 
 @pytest.fixture(scope="session")

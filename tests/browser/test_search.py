@@ -10,7 +10,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues import EchoMQ, QueueKeys, moves
-from tests.browser.conftest import Console, _start_daphne, _stop
+from tests.browser.conftest import Console
+from tests.support.daphne import start_daphne, stop_daphne
 
 pytestmark = pytest.mark.browser
 
@@ -55,11 +56,11 @@ def haystack(console: Console) -> Iterator[EchoMQ]:
 def slow_console(console: Console) -> Iterator[str]:
     """Another daphne on the same Redis and database whose searches look at one entry per step."""
     workdir = Path(console.env["EMQ_CONSOLE_WORKDIR"])
-    url, daphne = _start_daphne({**console.env, "EMQ_SEARCH_STEP_ENTRIES": "1"}, workdir, "daphne-slow-search")
+    url, daphne = start_daphne({**console.env, "EMQ_SEARCH_STEP_ENTRIES": "1"}, workdir, "daphne-slow-search")
     try:
         yield url
     finally:
-        _stop(daphne)
+        stop_daphne(daphne)
 
 
 def test_a_search_lists_matches_while_it_runs_and_stop_ends_it(page: Page, slow_console: str,

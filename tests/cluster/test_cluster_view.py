@@ -7,8 +7,9 @@ import pytest
 from queues import EchoMQ, Unavailable
 from queues.cluster import cluster_view, parse_cluster_nodes, queue_placements, queue_slot
 from queues.connection import connect
-from tests.support.cluster_ops import eventually, queue_per_master, wait_until
+from tests.support.cluster_ops import eventually, queue_per_master
 from tests.support.redis_servers import RedisClusterNodes
+from tests.support.waiting import wait_until
 
 
 def test_it_lists_every_node_with_role_state_and_slots(redis_cluster: RedisClusterNodes) -> None:

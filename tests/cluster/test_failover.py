@@ -16,8 +16,9 @@ from queues.integrity import check_queue
 from queues.scripts import script
 from queues.sweeper import Sweeper, sweeper_lock
 from queues.worker import Worker
-from tests.support.cluster_ops import eventually, owner_of, queue_per_master, replica_of, role, wait_cluster_ok, wait_until
+from tests.support.cluster_ops import eventually, owner_of, queue_per_master, replica_of, role, wait_cluster_ok
 from tests.support.redis_servers import RedisClusterNodes
+from tests.support.waiting import wait_until
 
 JOBS_PER_QUEUE = 300
 

@@ -10,8 +10,9 @@ from queues.connection import connect
 from queues.integrity import check_queue
 from queues.worker import Worker
 from tests.cluster.test_failover import Background, _serve, _waiting_worker
-from tests.support.cluster_ops import eventually, masters, move_slot, owner_of, wait_until
+from tests.support.cluster_ops import eventually, masters, move_slot, owner_of
 from tests.support.redis_servers import RedisClusterNodes
+from tests.support.waiting import wait_until
 
 JOBS = 400
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
-from collections.abc import Callable
 
 import pytest
 
@@ -14,8 +12,9 @@ from queues.cluster import queue_slot
 from queues.connection import connect, connect_async
 from queues.errors import NotReplicated
 from queues.worker import Worker
-from tests.support.cluster_ops import eventually, owner_of, replica_of, role, wait_cluster_ok, wait_until
+from tests.support.cluster_ops import eventually, owner_of, replica_of, role, wait_cluster_ok
 from tests.support.redis_servers import RedisClusterNodes
+from tests.support.waiting import wait_until, wait_until_async
 
 # More than the loopback socket buffers hold (tcp_rmem max is 32 MB here), so
 # the writes after it stay in the master's memory while the replica is stopped.
@@ -116,12 +115,14 @@ async def test_a_worker_with_wait_replicas_counts_the_moves_no_replica_acknowled
     stop = asyncio.Event()
     serving = asyncio.create_task(worker.serve(stop))
     try:
-        await _until(lambda: mq.stats(queue).counts["done"] == 20, serving)
+        await wait_until_async(lambda: serving.done() or mq.stats(queue).counts["done"] == 20, 30, "20 jobs done")
+        assert not serving.done(), "the worker stopped early"
         assert worker.stats.not_replicated == 0
 
         replica.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
         mq.enqueue_many(queue, [f"late {n}" for n in range(3)])
-        await _until(lambda: mq.stats(queue).counts["done"] == 23, serving)
+        await wait_until_async(lambda: serving.done() or mq.stats(queue).counts["done"] == 23, 30, "23 jobs done")
+        assert not serving.done(), "the worker stopped early"
         replica.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
     finally:
         stop.set()
@@ -129,9 +130,3 @@ async def test_a_worker_with_wait_replicas_counts_the_moves_no_replica_acknowled
         mq.close()
     assert stats.completed == 23 and stats.not_replicated >= 3
 
-
-async def _until(done: Callable[[], bool], serving: asyncio.Task[object], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline and not serving.done(), "the worker did not get there in time"
-        await asyncio.sleep(0.05)

@@ -5,6 +5,7 @@ import json
 from django.test import Client
 
 from queues import EchoMQ, QueueKeys
+from queues.foreign import write_foreign_job
 from tests.dashboard.conftest import htmx_get
 
 
@@ -57,9 +58,7 @@ def test_the_history_lists_each_move_with_actor_and_attempts(viewer_client: Clie
 
 
 def test_a_three_field_job_with_odd_values_is_shown_with_warnings(viewer_client: Client, console_mq: EchoMQ) -> None:
-    keys = QueueKeys("legacy")
-    console_mq.redis.hset(keys.job("odd"), mapping={"state": "limbo", "attempts": "two", "payload": b"\x00\x01\xff"})
-    console_mq.redis.zadd(keys.pending, {"odd": 5})
+    write_foreign_job(console_mq, "legacy", "odd", state="limbo", attempts="two", payload=b"\x00\x01\xff")
 
     response = viewer_client.get("/job/?q=legacy&id=odd")
 

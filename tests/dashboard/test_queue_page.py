@@ -5,6 +5,7 @@ from django.test import Client
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
+from queues.foreign import write_foreign_job
 from tests.dashboard.conftest import htmx_get
 
 
@@ -96,11 +97,9 @@ def test_the_jobs_table_is_an_htmx_fragment_on_request(viewer_client: Client, co
 
 
 def test_odd_rows_are_shown_with_a_warning(viewer_client: Client, console_mq: EchoMQ) -> None:
-    keys = QueueKeys("mail")
-    console_mq.redis.hset(keys.job("three"), mapping={"state": "pending", "attempts": "many", "payload": b"\xff\xfe\x00"})
-    console_mq.redis.zadd(keys.pending, {"three": 1, "ghost": 2, "confused": 3})
-    console_mq.redis.hset(keys.job("confused"), mapping={"state": "sleeping", "attempts": "0", "payload": "x"})
-    console_mq.redis.sadd("emq:queues", "mail")
+    write_foreign_job(console_mq, "mail", "three", state="pending", attempts="many", payload=b"\xff\xfe\x00")
+    write_foreign_job(console_mq, "mail", "confused", state="sleeping", attempts="0", payload="x")
+    console_mq.redis.zadd(QueueKeys("mail").pending, {"ghost": 2})  # listed, with no hash at all
 
     response = viewer_client.get("/queue/?q=mail")
 

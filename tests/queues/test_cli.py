@@ -10,6 +10,7 @@ import pytest
 
 from queues import EchoMQ, QueueKeys
 from queues.cli import main
+from tests.support.waiting import wait_until
 
 
 def emq(url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
@@ -96,7 +97,6 @@ def test_script_prints_the_source_sent_to_redis(capsys: pytest.CaptureFixture[st
 def test_worker_runs_a_module_callable_handler_until_sigterm(redis_url: str, mq: EchoMQ, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import os
     import signal
-    import time
 
     (tmp_path / "cli_handlers.py").write_text("def ok(job):\n    return None\n")
     ids = mq.enqueue_many("q", ["{}"] * 20)
@@ -104,10 +104,7 @@ def test_worker_runs_a_module_callable_handler_until_sigterm(redis_url: str, mq:
     worker = subprocess.Popen([sys.executable, "-m", "queues", "--url", redis_url, "worker", "q", "--handler",
                                "cli_handlers:ok", "--concurrency", "4", "--prefetch", "4"], env=env)
     try:
-        deadline = time.monotonic() + 20
-        while mq.stats("q").counts["done"] < len(ids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert mq.stats("q").counts["done"] == len(ids)
+        wait_until(lambda: mq.stats("q").counts["done"] == len(ids), 20, "the CLI's worker to finish every job")
     finally:
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(20) == 0

@@ -14,8 +14,7 @@ import os
 import shutil
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from queues import ClaimedJob, EchoMQ
 from queues.integrity import check_queue
 from queues.scripts import LUA_DIR, script
 from queues.worker import Worker
+from tests.support.waiting import wait_until
 
 NODE = shutil.which("node") or "/usr/bin/node"
 CLIENT = Path(__file__).with_name("conformance_client.js")
@@ -70,13 +70,6 @@ def node(redis_server, redis_url: str) -> Iterator[NodeClient]:  # type: ignore[
     client.close()
 
 
-def _wait(condition: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_a_runtime_written_from_the_protocol_interoperates_with_the_python_worker(node: NodeClient, mq: EchoMQ,
                                                                                 redis_url: str) -> None:
     assert node.first["shas"] == {name: script(name).sha for name in node.first["shas"]}
@@ -101,11 +94,13 @@ def test_a_runtime_written_from_the_protocol_interoperates_with_the_python_worke
     served.start()
     try:
         # The worker's own sweep recovers f (the Node client let its lease lapse) and claims it again.
-        _wait(lambda: (mq.job(QUEUE, "f").state, mq.job(QUEUE, "f").attempts) == ("active", "2"))
+        wait_until(lambda: (mq.job(QUEUE, "f").state, mq.job(QUEUE, "f").attempts) == ("active", "2"), 60,
+                   "the worker's sweep to recover f and claim it again")
         stale = node.phase("stale")
         assert stale["failures"] == []
         hold.set()
-        _wait(lambda: mq.stats(QUEUE).counts == {"pending": 0, "active": 0, "done": 11, "failed": 3})
+        wait_until(lambda: mq.stats(QUEUE).counts == {"pending": 0, "active": 0, "done": 11, "failed": 3}, 60,
+                   "every job to end")
     finally:
         hold.set()
         loop.call_soon_threadsafe(stop.set)

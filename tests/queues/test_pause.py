@@ -14,6 +14,7 @@ from queues import ClaimedJob, EchoMQ, Paused, QueueKeys
 from queues.scripts import script
 from queues.worker import Worker
 from tests.support.keyspace import keyspace_dump
+from tests.support.waiting import wait_until_async
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,7 +113,7 @@ async def test_the_worker_finishes_its_running_job_idles_while_paused_and_resume
         assert await asyncio.to_thread(started.wait, 30)
         mq.pause("mail", reason="rollback")
         release.set()
-        await _until(lambda: done == ["first"])
+        await wait_until_async(lambda: done == ["first"], 20, "the first job to finish")
         claims_before = mq.redis.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
         await asyncio.sleep(1.0)
 
@@ -122,20 +123,12 @@ async def test_the_worker_finishes_its_running_job_idles_while_paused_and_resume
         assert calls <= 25, calls
 
         mq.resume("mail")
-        await _until(lambda: done == ["first", "second"])
+        await wait_until_async(lambda: done == ["first", "second"], 20, "the second job to run once resumed")
         assert mq.job("mail", "second").state == "done"
     finally:
         release.set()
         stop.set()
         await asyncio.wait_for(serving, 15)
-
-
-async def _until(condition: object, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if condition():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 def test_the_cli_pauses_resumes_and_claim_exits_3_with_paused(mq: EchoMQ, redis_url: str) -> None:

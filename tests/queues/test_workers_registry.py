@@ -9,12 +9,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 from queues import ClaimedJob, EchoMQ, moves, reads
 from queues.worker import Worker
-from tests.support.waiting import wait_until
+from tests.support.waiting import wait_until, wait_until_async
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,10 +36,8 @@ async def test_a_running_worker_is_listed_with_the_job_it_holds_and_leaves_when_
     serving = asyncio.create_task(worker.serve(stop))
     try:
         assert await asyncio.to_thread(started.wait, 30)
-        deadline = time.monotonic() + 20
-        while not (live(mq).workers and live(mq).workers[0].held_ids == ["held"]):
-            assert time.monotonic() < deadline, live(mq)
-            await asyncio.sleep(0.05)
+        await wait_until_async(lambda: live(mq).workers and live(mq).workers[0].held_ids == ["held"], 20,
+                               "the worker to list the job it holds")
         [info] = live(mq).workers
         assert (info.id, info.pid, info.concurrency, info.held) == (worker.actor, str(os.getpid()), "4", 1)
         assert info.runtime.startswith("python 3.") and info.host

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from dashboard.actions.access import may_act
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

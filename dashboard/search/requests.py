@@ -136,7 +136,8 @@ def counts_token(search: SearchRequest, *, counts: Mapping[str, int], user_id: i
     return signing.dumps({"d": _digest(search), "c": dict(counts), "u": user_id}, salt=COUNT_SALT)
 
 
-def counts_from_token(token: str, search: SearchRequest, *, queues: list[str], user_id: int) -> dict[str, int] | None:
+def counts_from_token(token: str, search: SearchRequest, *, queues: list[str],
+                      user_id: int | None) -> dict[str, int] | None:
     """The counts a search of many signed for exactly this request, these queues and this user, recently."""
     try:
         claims = signing.loads(token, salt=COUNT_SALT, max_age=COUNT_MAX_AGE_S)

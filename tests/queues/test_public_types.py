@@ -1,7 +1,7 @@
 """Every public function and method of ``queues`` says what it returns: ``Any`` tells a caller nothing.
 
 mypy has no switch for an explicit ``-> Any`` short of forbidding ``Any`` everywhere, so this test reads
-the source. ``STILL_ANY`` lists what is not typed yet; remove a name when it is.
+the source.
 """
 
 from __future__ import annotations
@@ -12,11 +12,6 @@ from pathlib import Path
 import queues
 
 PACKAGE = Path(queues.__file__).parent
-
-# The named moves shared by the sync and async clients return a result or an awaitable of it.
-STILL_ANY = {f"client.py:_Moves.{name}" for name in (
-    "run", "enqueue", "claim", "extend", "complete", "fail", "release", "pause", "resume", "operator_move",
-    "retry", "recover", "promote", "cancel", "delete")}
 
 
 def _public_definitions() -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -45,10 +40,4 @@ def test_no_public_function_of_queues_returns_any_or_nothing_said() -> None:
     definitions = _public_definitions()
     assert len(definitions) > 100, "the walk found too few definitions to mean anything"
     untyped = {name for name, definition in definitions.items() if _returns_any(definition)}
-    assert untyped - STILL_ANY == set(), "these return Any (or say nothing): give them their real type"
-
-
-def test_every_name_still_listed_as_any_still_is() -> None:
-    definitions = _public_definitions()
-    typed_now = {name for name in STILL_ANY if name not in definitions or not _returns_any(definitions[name])}
-    assert typed_now == set(), "typed now (or gone): remove them from STILL_ANY"
+    assert untyped == set(), "these return Any (or say nothing): give them their real type"

@@ -246,9 +246,9 @@ async def test_a_search_of_many_queues_offers_each_queue_its_own_moves_with_its_
 async def test_a_search_of_many_queues_offers_every_match_at_once_with_each_queues_count(
         operator_client: Client, console_mq: EchoMQ, operator_cookie: bytes) -> None:
     for n in range(3):
-        failed(console_mq, f"m{n}", "{}", "quota exceeded", queue="mail")
-    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
-    failed(console_mq, "x0", "{}", "card declined", queue="other")
+        failed_job(console_mq, "mail", f"m{n}", "{}", error="quota exceeded")
+    failed_job(console_mq, "sms", "s0", "{}", error="quota exceeded")
+    failed_job(console_mq, "other", "x0", "{}", error="card declined")
     communicator = await connect(await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota"),
                                  operator_cookie)
     await messages_until(communicator, lambda m: "Finished:" in m)
@@ -272,8 +272,8 @@ async def test_a_search_of_many_offers_no_all_at_once_form_to_an_operator_kept_f
     from dashboard.actions.models import QueueGrant
 
     await sync_to_async(QueueGrant.objects.create)(user=operator, pattern="mail")
-    failed(console_mq, "m0", "{}", "quota exceeded", queue="mail")
-    failed(console_mq, "s0", "{}", "quota exceeded", queue="sms")
+    failed_job(console_mq, "mail", "m0", "{}", error="quota exceeded")
+    failed_job(console_mq, "sms", "s0", "{}", error="quota exceeded")
     communicator = await connect(await sync_to_async(ws_path)(operator_client, "/search/?state=failed&error=quota"),
                                  operator_cookie)
     await messages_until(communicator, lambda m: "Finished:" in m)

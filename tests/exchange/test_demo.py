@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 
 import pytest
@@ -11,6 +10,7 @@ from exchange.demo import FillRejected, _luck, fill_order
 from exchange.gateway import InvalidOrder, order_from_payload, parse_place
 from queues import ClaimedJob, EchoMQ
 from queues.worker import Worker
+from tests.support.waiting import wait_until_async
 
 
 def request(client_order_id: str, **changes: object) -> dict[str, object]:
@@ -77,10 +77,9 @@ async def test_a_worker_running_the_demo_handler_settles_every_admitted_order(mq
                     backoff_ms=10, poll_ms=20)
     stop = asyncio.Event()
     serving = asyncio.create_task(worker.serve(stop))
-    deadline = time.monotonic() + 30
-    while sum(mq.stats("orders").counts[s] for s in ("done", "failed")) < 60:
-        assert time.monotonic() < deadline and not serving.done()
-        await asyncio.sleep(0.05)
+    await wait_until_async(lambda: serving.done() or sum(mq.stats("orders").counts[s] for s in ("done", "failed")) >= 60,
+                           30, "the 60 orders to be filled or rejected")
+    assert not serving.done(), "the worker stopped early"
     stop.set()
     await asyncio.wait_for(serving, 15)
 

@@ -10,6 +10,7 @@ import pytest
 from queues import EchoMQ
 from queues.follower import Follower, Subscription, Update
 from tests.support.redis_servers import REDIS_CLI, RedisClusterNodes, RedisServer
+from tests.support.waiting import wait_until_async
 
 
 async def until(sub: Subscription, check: Callable[[Update], bool], timeout: float = 3.0) -> Update:
@@ -182,9 +183,8 @@ async def test_the_chart_of_a_queue_new_to_the_follower_is_filled_from_its_recen
     try:
         sub = follower.subscribe(["history"])
         await until(sub, lambda u: "history" in u.stats)
-        deadline = time.monotonic() + 3
-        while sum(follower.throughput.series("history", follower.now_ms)) < 50 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await wait_until_async(lambda: sum(follower.throughput.series("history", follower.now_ms)) >= 50, 3,
+                               "the chart to count the 50 moves")
 
         # 30 enqueues, 10 claims, 10 completes: every one of them, none twice.
         assert sum(follower.throughput.series("history", follower.now_ms)) == 50

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 import redis
@@ -11,6 +10,7 @@ import redis
 from queues import EchoMQ, InvalidInput, QueueKeys
 from queues.moves import Call
 from queues.scripts import MOVES, script
+from tests.support.waiting import wait_until
 
 
 def test_every_key_of_a_queue_is_in_one_cluster_slot(any_mq: EchoMQ) -> None:
@@ -121,10 +121,7 @@ def test_reads_run_on_a_read_only_replica_and_moves_are_refused_there(redis_serv
         writer = EchoMQ.from_url(primary.url, actor="test")
         writer.enqueue("q", "x", job_id="a")
         reader = EchoMQ.from_url(replica.url, actor="test")
-        deadline = time.monotonic() + 60
-        while not reader.redis.exists(QueueKeys("q").job("a")):
-            assert time.monotonic() < deadline, "the replica did not catch up"
-            time.sleep(0.05)
+        wait_until(lambda: reader.redis.exists(QueueKeys("q").job("a")), 60, "the replica to catch up")
 
         assert reader.stats("q").counts["pending"] == 1 and reader.job("q", "a").state == "pending"
         assert [r.id for r in reader.page("q", "pending").rows] == ["a"]

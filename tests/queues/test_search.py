@@ -332,9 +332,9 @@ def test_a_state_key_of_another_type_is_refused_in_words(mq: EchoMQ) -> None:
 
 def test_error_text_is_found_in_binary_and_invalid_utf8_errors_and_a_foreign_huge_one_is_not_read(
         mq: EchoMQ) -> None:
-    failed(mq, "binary", "{}", error="\udcff\udcfe\x00 Timeout reading \udc80 socket")
-    failed(mq, "long", "{}", error="x" * 4000 + " timeout at the end")
-    failed(mq, "other", "{}", error="card declined")
+    failed_job(mq, "q", "binary", "{}", error="\udcff\udcfe\x00 Timeout reading \udc80 socket")
+    failed_job(mq, "q", "long", "{}", error="x" * 4000 + " timeout at the end")
+    failed_job(mq, "q", "other", "{}", error="card declined")
     keys = QueueKeys("q")
     # No move writes an error this long (they cut at 4096 bytes): another runtime's, passed over unread.
     mq.redis.hset(keys.job("foreign"), mapping={"state": "failed", "attempts": "1", "payload": "{}",

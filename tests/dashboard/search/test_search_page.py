@@ -18,7 +18,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.asgi import application
 from dashboard.search import consumers
-from queues import EchoMQ
+from queues import EchoMQ, moves
 from tests.dashboard.conftest import htmx_get
 from tests.dashboard.test_no_inline_code import inline_code
 from tests.support.jobs import failed_job

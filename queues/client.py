@@ -9,6 +9,7 @@ run, so sending it again cannot apply a move twice.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -25,6 +26,7 @@ from .cluster import QueueLocation, queue_location
 from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
 from .errors import InvalidInput, NotReplicated, Unavailable
 from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id
+from .lease_index import hint_command
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .redis_errors import NOT_RUN as _NOT_RUN, UNREACHABLE as _UNREACHABLE, ResponseError, translate
 from .scripts import script
@@ -34,6 +36,8 @@ T = TypeVar("T")
 
 # How many EXISTS one round trip of find_job sends.
 _FIND_CHUNK: Final = 500
+
+log = logging.getLogger(__name__)
 
 
 def default_actor() -> str:
@@ -60,6 +64,22 @@ def _evalsha(call: Call[Any]) -> tuple[Any, ...]:
 
 def _eval(call: Call[Any]) -> tuple[Any, ...]:
     return ("EVAL", script(call.script).source, len(call.keys), *call.keys, *call.args)
+
+
+def _lease_hints(calls: list[Call[Any]], results: list[Any]) -> list[tuple[Any, ...]]:
+    """The lease index writes that follow these calls' results: one per queue whose claims claimed jobs."""
+    earliest: dict[str, int] = {}
+    for call, result in zip(calls, results):
+        jobs = result.result if isinstance(result, NotReplicated) else result
+        if call.leases and isinstance(jobs, list) and jobs:
+            deadline = min(job.lease_deadline_ms for job in jobs)
+            earliest[call.leases] = min(deadline, earliest.get(call.leases, deadline))
+    return [hint_command(queue, deadline) for queue, deadline in earliest.items()]
+
+
+def _hint_failed(error: Exception) -> None:
+    # The claim stands; the index is a hint, and discovery's pass puts the queue back in it.
+    log.warning("could not note a claim's lease deadline in the lease index: %s", error)
 
 
 def _packed(calls: list[Call[Any]]) -> bytes:
@@ -123,6 +143,13 @@ class BlockingRunner:
                     if waits:
                         acked = again[1]
                 results.append(_result(call, reply))
+            hints = _lease_hints(calls, results)
+            if hints:
+                # Sent without waiting (the next call on this wire reads the replies): a handler starts no later.
+                try:
+                    wire.send(b"".join(hiredis.pack_command(hint) for hint in hints), len(hints))
+                except Exception as error:
+                    _hint_failed(error)
         except Exception as error:
             raise _translate(calls[0], error) from error
         finally:
@@ -183,7 +210,15 @@ class EchoMQ:
             raise _translate(call, error) from error
         if call.registers:
             self._register(call.registers)
+        self._hint_leases([call], [result])
         return result
+
+    def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
+        for hint in _lease_hints(calls, results):
+            try:
+                self.redis.execute_command(*hint)
+            except Exception as error:
+                _hint_failed(error)
 
     def run_many(self, calls: list[Call[Any]]) -> list[Any]:
         """Pipelines the calls (one round trip per node); each is still its own atomic script.
@@ -229,6 +264,7 @@ class EchoMQ:
                     self._register(call.registers)
             except Exception as error:
                 results.append(_translate(call, error))
+        self._hint_leases(calls, results)
         return results
 
     def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
@@ -300,6 +336,7 @@ class EchoMQ:
             raise _translate(call, error) from error
         if call.registers:
             self._register(call.registers)
+        self._hint_leases([call], [result])
         if isinstance(acked, Exception) or int(acked) < self.wait_replicas:
             raise NotReplicated(call.script, result, 0 if isinstance(acked, Exception) else int(acked),
                                 self.wait_replicas, self.wait_timeout_ms)
@@ -592,13 +629,14 @@ class _EventsRange:
 
 
 def _total(batches: Iterable[BatchResult]) -> BatchResult:
-    moved = missing = skipped = to_failed = 0
+    moved = missing = skipped = to_failed = next_deadline_ms = 0
     for batch in batches:
         moved += batch.moved
         missing += batch.missing
         skipped += batch.skipped
         to_failed += batch.to_failed
-    return BatchResult(moved, missing, skipped, False, to_failed)
+        next_deadline_ms = batch.next_deadline_ms
+    return BatchResult(moved, missing, skipped, False, to_failed, next_deadline_ms)
 
 
 class AsyncEchoMQ:
@@ -612,6 +650,7 @@ class AsyncEchoMQ:
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
         self._registered: set[str] = set()
         self._last_queues: list[str] | None = None
+        self._hints: set[asyncio.Task[None]] = set()
         pool = getattr(client, "connection_pool", None)
         self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
         # One lean connection per node ("" when standalone) and event loop, opened on first use: the
@@ -625,8 +664,9 @@ class AsyncEchoMQ:
                    wait_timeout_ms=wait_timeout_ms)
 
     async def close(self) -> None:
-        wires, self._wires = self._wires, {}
         running = asyncio.get_running_loop()
+        await asyncio.gather(*(task for task in self._hints if task.get_loop() is running), return_exceptions=True)
+        wires, self._wires = self._wires, {}
         for (loop, _), opening in wires.items():
             if opening.done() and not opening.cancelled() and opening.exception() is None and not loop.is_closed():
                 if loop is running:
@@ -648,12 +688,28 @@ class AsyncEchoMQ:
         except Exception as error:
             raise _translate(call, error) from error
         await self._register(call)
+        await self._hint_leases([call], [result])
         return result
 
     async def _register(self, call: Call[Any]) -> None:
         if call.registers and call.registers not in self._registered:
             await self.redis.sadd(QUEUE_REGISTRY, call.registers)
             self._registered.add(call.registers)
+
+    async def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
+        """Sends the lease index writes in a task of their own, so that the claim's jobs start no later."""
+        hints = _lease_hints(calls, results)
+        if hints:
+            task = asyncio.create_task(self._send_hints(hints))
+            self._hints.add(task)
+            task.add_done_callback(self._hints.discard)
+
+    async def _send_hints(self, hints: list[tuple[Any, ...]]) -> None:
+        for hint in hints:
+            try:
+                await self.redis.execute_command(*hint)
+            except Exception as error:
+                _hint_failed(error)
 
     async def run_many(self, calls: list[Call[Any]]) -> list[Any]:
         """As :meth:`EchoMQ.run_many`: one round trip per node, each call still its own atomic script.
@@ -683,6 +739,7 @@ class AsyncEchoMQ:
                     results.append(_translate(call, error))
                 continue
             results.append(_result(call, reply))
+        await self._hint_leases(calls, results)
         if acked is None:
             return results
         return _replicated(calls, results, acked, self.wait_replicas, self.wait_timeout_ms)
@@ -977,6 +1034,7 @@ class AsyncEchoMQ:
         except Exception as error:
             raise _translate(call, error) from error
         await self._register(call)
+        await self._hint_leases([call], [result])
         count = 0 if isinstance(acked, Exception) else int(acked)
         if count < self.wait_replicas:
             raise NotReplicated(call.script, result, count, self.wait_replicas, self.wait_timeout_ms)

@@ -24,6 +24,17 @@ SWEEPER_LOCK: Final = "emq:lock:sweeper"
 # A SCAN pattern that matches the keys of every queue (and some others, which :func:`queue_of_key` sorts out).
 ANY_QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
 
+# A hint of where leases may lapse, for the sweeper: a sorted set of queue
+# names, each scored by a time (ms, server clock) before which the queue holds
+# no lapsed lease. A claimer lowers its queue's score to the lease deadline
+# (ZADD LT) after the claim; the sweeper looks only at queues whose score has
+# passed. It is outside any queue's slot, so it may lag the truth, which the
+# per-queue scripts keep (see PROTOCOL.md, "The lease index").
+LEASE_INDEX: Final = "emq:leases"
+
+# What discovery's SCAN matches: every key of every queue (the braces are literal in a glob).
+QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
+
 MAX_QUEUE_NAME = 128
 MAX_JOB_ID = 256
 # Braces would move the hash tag into another slot; whitespace and control

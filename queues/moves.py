@@ -42,6 +42,8 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     # enqueue names its queue so the client can add it to the queue registry.
     registers: str | None = None
+    # claim names its queue so the client can add its lease deadline to the lease index.
+    leases: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ class BatchResult:
     skipped: int
     more: bool
     to_failed: int = 0
+    # recover_expired only: the earliest lease deadline still ahead (ms; 0 when the queue holds none).
+    next_deadline_ms: int = 0
 
 
 def _text(value: Any) -> str:
@@ -250,7 +254,7 @@ def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", cou
         return [ClaimedJob(queue, _text(rest[i]), int(rest[i + 1]), claim_id, rest[i + 2], deadline)
                 for i in range(0, len(rest), 3)]
 
-    return Call("claim", keys.script_keys(None), [lease_ms, claim_id, worker, count], parse)
+    return Call("claim", keys.script_keys(None), [lease_ms, claim_id, worker, count], parse, leases=keys.queue)
 
 
 def _lease_call(move: str, queue: str, job_id: str, token: object, extra: list[Any],
@@ -360,8 +364,9 @@ def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int 
 
     def parse(reply: list[Any]) -> BatchResult:
         refused_whole("recover_expired", reply)
-        _, to_pending, to_failed, missing, skipped, more = reply
-        return BatchResult(int(to_pending) + int(to_failed), int(missing), int(skipped), bool(int(more)), int(to_failed))
+        _, to_pending, to_failed, missing, skipped, more, next_deadline = reply
+        return BatchResult(int(to_pending) + int(to_failed), int(missing), int(skipped), bool(int(more)), int(to_failed),
+                           int(next_deadline))
 
     return Call("recover_expired", keys.script_keys(None), args, parse)
 

@@ -38,6 +38,8 @@ MOVES: Final = (
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series")
+# The sweeper's scripts on the lease index (one key outside every queue's slot; see queues/lease_index.py).
+LEASE_INDEX_SCRIPTS: Final = ("lease_index_take", "lease_index_settle")
 
 
 @dataclass(frozen=True, slots=True)

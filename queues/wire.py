@@ -165,6 +165,7 @@ class BlockingWire:
         self._sock = sock
         self._reader = hiredis.Reader(replyError=BaseParser.parse_error)
         self._lost: Exception | None = None
+        self._owed = 0
 
     @classmethod
     def open(cls, options: dict[str, Any]) -> BlockingWire:
@@ -193,10 +194,17 @@ class BlockingWire:
     def usable(self) -> bool:
         return self._lost is None
 
+    def send(self, packed: bytes, count: int) -> None:
+        """Writes commands nobody waits for: the next :meth:`call` reads their ``count`` replies first and drops them."""
+        self.call(packed, 0)
+        self._owed += count
+
     def call(self, packed: bytes, count: int) -> list[Any]:
         if self._lost is not None:
             raise self._lost
         replies: list[Any] = []
+        owed, self._owed = self._owed, 0
+        count += owed
         try:
             self._sock.sendall(packed)
             while len(replies) < count:
@@ -217,7 +225,7 @@ class BlockingWire:
         if self._lost is not None:
             self.close()
             raise self._lost
-        return replies
+        return replies[owed:]
 
     def close(self) -> None:
         self._lost = self._lost or redis.exceptions.ConnectionError("connection closed")

@@ -9,7 +9,9 @@
 --       3 skip (0..99999999999999: ids this loop already skipped as
 --       inconsistent; they stay at the head of the set, so later calls start
 --       after them)
--- Reply: {'OK', to_pending, to_failed, missing, skipped, more (0 | 1)}
+-- Reply: {'OK', to_pending, to_failed, missing, skipped, more (0 | 1),
+--         next_deadline_ms (the earliest lease deadline still ahead in
+--         active, 0 when none is; the sweeper's lease index keeps it)}
 --        {'REFUSED', 'wrongtype', key, type}  nothing was written
 -- Ids whose key is missing are removed from active (missing); jobs whose
 -- hash says another state, or whose key is not a hash, are left for the
@@ -44,4 +46,6 @@ for _, id in ipairs(ids) do
   end
 end
 local more = #ids == limit and 1 or 0
-return {'OK', counts.pending, counts.failed, counts.missing, counts.skipped, more}
+local ahead = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local next_deadline = ahead[2] and math.floor(tonumber(ahead[2])) or 0
+return {'OK', counts.pending, counts.failed, counts.missing, counts.skipped, more, next_deadline}

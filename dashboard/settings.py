@@ -265,6 +265,10 @@ LOGGING = {
 # several independent Redis, lets one process at a time do it.
 EMQ_SWEEPER_INTERVAL_S = float(os.environ.get("EMQ_SWEEPER_INTERVAL_S", "5"))
 EMQ_LOCK_URLS = [u.strip() for u in os.environ.get("EMQ_LOCK_URLS", "").split(",") if u.strip()]
+# The sweeping process also finds queues no runtime registered: EMQ_DISCOVERY_SCANS_PER_S SCAN calls a
+# second (0: never), each of EMQ_DISCOVERY_SCAN_COUNT keys (PROTOCOL.md, "The registry").
+EMQ_DISCOVERY_SCANS_PER_S = float(os.environ.get("EMQ_DISCOVERY_SCANS_PER_S", "2"))
+EMQ_DISCOVERY_SCAN_COUNT = int(os.environ.get("EMQ_DISCOVERY_SCAN_COUNT", "1000"))
 
 # /metrics (README, "Monitoring"): callers from these addresses or CIDR ranges need no token
 # (the demo: loopback); the queues are read in the background, a walk every EMQ_METRICS_INTERVAL_S

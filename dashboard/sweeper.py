@@ -1,7 +1,8 @@
 """This console process's lease sweeper, and who holds the sweeper lock, for the pages.
 
 Every server process offers to sweep (see :mod:`dashboard.asgi`); the lock in
-:mod:`queues.sweeper` lets one of them at a time. Redis may be down when the
+:mod:`queues.sweeper` lets one of them at a time. The sweeping process also
+runs queue discovery (:mod:`queues.discovery`) at ``EMQ_DISCOVERY_SCANS_PER_S``. Redis may be down when the
 console starts: the sweeper is then started by a background thread that keeps
 trying, so the console serves its pages (with a banner) meanwhile.
 """
@@ -80,7 +81,9 @@ def sweeper_start(*, url: str | None = None, lock_urls: Sequence[str] | None = N
             return _starter
         _stop.clear()
         options = {"url": url or str(settings.EMQ_REDIS_URL), "lock_urls": _lock_urls(lock_urls),
-                   "interval_s": interval, "holder": holder or holder_name()}
+                   "interval_s": interval, "holder": holder or holder_name(),
+                   "discovery_scans_per_s": float(settings.EMQ_DISCOVERY_SCANS_PER_S),
+                   "discovery_count": int(settings.EMQ_DISCOVERY_SCAN_COUNT)}
         _starter = threading.Thread(target=_start_when_reachable, kwargs={**options, "retry_s": retry_s},
                                     name="emq-sweeper-start", daemon=True)
         _starter.start()

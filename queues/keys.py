@@ -32,9 +32,6 @@ ANY_QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
 # per-queue scripts keep (see PROTOCOL.md, "The lease index").
 LEASE_INDEX: Final = "emq:leases"
 
-# What discovery's SCAN matches: every key of every queue (the braces are literal in a glob).
-QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
-
 MAX_QUEUE_NAME = 128
 MAX_JOB_ID = 256
 # Braces would move the hash tag into another slot; whitespace and control

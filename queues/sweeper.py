@@ -1,4 +1,14 @@
-"""The sweeper: recovers lapsed leases of every registered queue, in one place at a time.
+"""The sweeper: recovers lapsed leases, in one place at a time, at a cost that grows with the leases that lapse.
+
+Each round takes from the lease index (:mod:`queues.lease_index`) the queues
+whose earliest lease deadline has passed, a step of up to ``queues_per_step``
+queues at a time (one pipelined round trip of ``recover_expired``), and
+settles each queue's score to its next deadline. Queues without active jobs
+cost nothing. A round stops after ``interval_s`` of work (the rest is due in
+the next round) and extends the lock after every step, so a slow round never
+loses it. The round then takes a few bounded SCAN steps of discovery
+(:mod:`queues.discovery`), which register queues no runtime registered and put
+queues with active jobs the index lacks back in it.
 
 Every console process may start one; a lock decides which of them sweeps.
 By default it is a single-instance lease on the EchoMQ Redis; when several
@@ -12,30 +22,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final
 
+from . import lease_index, moves
 from .client import EchoMQ
 from .connection import connect, redis_url
-from .errors import EmqError
-from .keys import SWEEPER_LOCK
+from .discovery import DEFAULT_SCAN_COUNT, QueueDiscovery
+from .errors import EmqError, InvalidInput, Unavailable
+from .keys import SWEEPER_LOCK, validate_queue_name
 from .locks import LockHolder, LockLost, Redlock, lock_clients
 
 DEFAULT_INTERVAL_S: Final = 5.0
 LOCK_URLS_ENV: Final = "EMQ_LOCK_URLS"
+QUEUES_PER_STEP: Final = 100
+RECOVER_LIMIT: Final = 500
+# A queue whose recover_expired failed (its master is down, say) is due again this much later.
+RETRY_AFTER_MS: Final = 5_000
+DEFAULT_DISCOVERY_SCANS_PER_S: Final = 2.0
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class SweepReport:
-    queues: int
+    queues: int  # queues looked at: those the lease index said were due
     recovered: int
     to_failed: int
     errors: dict[str, str] = field(default_factory=dict)
+    steps: int = 0
+    # False when the round stopped at its time budget or lost the lock: what is left is due next round.
+    finished: bool = True
+    discovered: int = 0  # queues discovery registered in this round
 
 
 def lock_urls_from_env() -> list[str]:
@@ -46,7 +69,7 @@ def sweeper_lock(*, url: str | None = None, lock_urls: Sequence[str] | None = No
                  interval_s: float = DEFAULT_INTERVAL_S, holder: str | None = None) -> Redlock:
     """Redlock over ``lock_urls`` (default ``EMQ_LOCK_URLS``) when two or more, else a lease on one Redis.
 
-    The lock lives three sweep intervals, so one slow round does not lose it.
+    The lock lives three sweep intervals; a round also extends it after every step.
     """
     urls = lock_urls_from_env() if lock_urls is None else list(lock_urls)
     ttl_ms = max(int(interval_s * 3000), 1000)
@@ -56,27 +79,81 @@ def sweeper_lock(*, url: str | None = None, lock_urls: Sequence[str] | None = No
     return Redlock([client], SWEEPER_LOCK, ttl_ms=ttl_ms, holder=holder)
 
 
-def sweep(mq: EchoMQ, *, limit: int = 500) -> SweepReport:
-    """``recover_expired`` on every registered queue; a queue whose node is down is reported, not fatal."""
-    recovered = to_failed = 0
+def _valid_name(name: str) -> bool:
+    try:
+        validate_queue_name(name)
+    except InvalidInput:
+        return False
+    return True
+
+
+def sweep(mq: EchoMQ, *, limit: int = RECOVER_LIMIT, queues_per_step: int = QUEUES_PER_STEP,
+          budget_s: float | None = None, between_steps: Callable[[], bool] | None = None) -> SweepReport:
+    """``recover_expired`` on every queue the lease index says is due, a step at a time.
+
+    A queue that reports more lapsed leases is due again at once (it is taken
+    again in a later step); one whose node is down is reported, not fatal, and
+    due again after ``RETRY_AFTER_MS``. ``between_steps()`` runs after each step;
+    when it answers False (the lock is lost) the round ends. So does the round
+    after ``budget_s`` seconds of work.
+    """
+    started = time.monotonic()
+    looked: set[str] = set()
+    recovered = to_failed = steps = 0
     errors: dict[str, str] = {}
-    names = mq.known_queues().names
-    for name in names:
-        try:
-            result = mq.recover_expired(name, limit=limit)
-        except EmqError as error:
-            errors[name] = str(error)
-            continue
-        recovered += result.moved
-        to_failed += result.to_failed
-    return SweepReport(len(names), recovered, to_failed, errors)
+    skipped: dict[str, int] = {}
+    finished = True
+    while True:
+        due = mq.run(lease_index.take_due(limit=queues_per_step))
+        if not due.names:
+            break
+        # A name no runtime could have written (an odd writer's) leaves the index.
+        next_deadlines = {name: 0 for name in due.names if not _valid_name(name)}
+        names = [name for name in due.names if name not in next_deadlines]
+        calls = [moves.recover_expired(name, limit=limit, actor=mq.actor, skip=skipped.get(name, 0)) for name in names]
+        for name, result in zip(names, mq.run_many(calls)):
+            looked.add(name)
+            if isinstance(result, Exception):
+                errors[name] = str(result)
+                next_deadlines[name] = due.now_ms + RETRY_AFTER_MS
+                continue
+            recovered += result.moved
+            to_failed += result.to_failed
+            if result.more:
+                skipped[name] = skipped.get(name, 0) + result.skipped
+                next_deadlines[name] = due.now_ms
+            else:
+                next_deadlines[name] = result.next_deadline_ms
+        mq.run(lease_index.settle(due.mark, next_deadlines))
+        steps += 1
+        if between_steps is not None and not between_steps():
+            finished = False
+            break
+        if budget_s is not None and time.monotonic() - started >= budget_s:
+            finished = False
+            break
+    return SweepReport(len(looked), recovered, to_failed, errors, steps, finished)
 
 
 class Sweeper:
-    """Each round: hold the lock (take it, or extend it if ours), then sweep every queue."""
+    """Each round: hold the lock (take it, or extend it if ours), sweep the due queues, take discovery's steps.
 
-    def __init__(self, mq: EchoMQ, lock: Redlock, *, interval_s: float = DEFAULT_INTERVAL_S) -> None:
+    ``discovery_scans_per_s`` SCAN steps of ``discovery_count`` keys a second
+    (0: no discovery), taken at the end of each round. A round works for at
+    most ``round_budget_s`` (default: one interval). ``on_step`` runs after each
+    step of a round, before the lock is extended (tests hold a step with it).
+    """
+
+    def __init__(self, mq: EchoMQ, lock: Redlock, *, interval_s: float = DEFAULT_INTERVAL_S,
+                 queues_per_step: int = QUEUES_PER_STEP, round_budget_s: float | None = None,
+                 discovery_scans_per_s: float = DEFAULT_DISCOVERY_SCANS_PER_S,
+                 discovery_count: int = DEFAULT_SCAN_COUNT, on_step: Callable[[], None] | None = None) -> None:
         self.mq, self.lock, self.interval_s = mq, lock, interval_s
+        self.queues_per_step = queues_per_step
+        self.round_budget_s = max(interval_s, 0.1) if round_budget_s is None else round_budget_s
+        self.discovery = QueueDiscovery(mq, count=discovery_count)
+        self.discovery_steps = math.ceil(max(discovery_scans_per_s, 0.0) * max(interval_s, 1.0))
+        self.on_step = on_step
         self.last: SweepReport | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -95,11 +172,39 @@ class Sweeper:
         try:
             if not self.holds_lock():
                 return None
-            self.last = sweep(self.mq)
+            report = sweep(self.mq, queues_per_step=self.queues_per_step, budget_s=self.round_budget_s,
+                           between_steps=self._still_held)
+            if report.finished:
+                report = replace(report, discovered=self.discover())
+            self.last = report
         except EmqError as error:
             log.warning("sweeper round failed: %s", error)
             return None
         return self.last
+
+    def _still_held(self) -> bool:
+        if self.on_step is not None:
+            self.on_step()
+        try:
+            self.lock.extend()
+        except LockLost:
+            log.warning("sweeper lost %s during a round; another process may sweep now", self.lock.key)
+            return False
+        return True
+
+    def discover(self) -> int:
+        """This round's discovery steps; how many queues they registered."""
+        registered = 0
+        for _ in range(self.discovery_steps):
+            try:
+                step = self.discovery.step()
+            except Unavailable as error:
+                log.warning("queue discovery skipped a step: %s", error)
+                break
+            registered += step.registered
+            if step.walked:
+                break
+        return registered
 
     def run(self) -> None:
         while not self._stop.is_set():
@@ -138,8 +243,11 @@ def sweeper_holder(lock: Redlock) -> LockHolder | None:
 
 
 def start_sweeper(*, url: str | None = None, lock_urls: Sequence[str] | None = None,
-                  interval_s: float = DEFAULT_INTERVAL_S, holder: str | None = None) -> Sweeper:
+                  interval_s: float = DEFAULT_INTERVAL_S, holder: str | None = None,
+                  discovery_scans_per_s: float = DEFAULT_DISCOVERY_SCANS_PER_S,
+                  discovery_count: int = DEFAULT_SCAN_COUNT) -> Sweeper:
     """What a console process calls at start-up: its own EchoMQ client and lock, sweeping in a thread."""
     mq = EchoMQ.from_url(url, actor=holder)
     lock = sweeper_lock(url=url, lock_urls=lock_urls, interval_s=interval_s, holder=mq.actor)
-    return Sweeper(mq, lock, interval_s=interval_s).start()
+    return Sweeper(mq, lock, interval_s=interval_s, discovery_scans_per_s=discovery_scans_per_s,
+                   discovery_count=discovery_count).start()

@@ -12,7 +12,8 @@ import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.sweeper import running_sweeper, sweeper_start, sweeper_status, sweeper_stop
-from queues import EchoMQ
+from queues import EchoMQ, moves
+from queues.scripts import script
 from queues.sweeper import sweeper_lock
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until
@@ -122,3 +123,19 @@ def test_of_two_console_processes_one_sweeps_and_the_other_takes_over_when_it_di
         for process in consoles.values():
             process.kill()
             process.wait()
+
+
+def test_the_sweeping_console_registers_a_queue_that_its_writer_never_registered(
+        mq: EchoMQ, redis_url: str, settings: SettingsWrapper) -> None:
+    settings.EMQ_DISCOVERY_SCANS_PER_S = 5
+    settings.EMQ_DISCOVERY_SCAN_COUNT = 10
+    mq.enqueue("known", "x")
+    call = moves.enqueue("ghost", "written by a runtime that does not SADD emq:queues")
+    mq.redis.eval(script(call.script).source, len(call.keys), *call.keys, *call.args)
+    assert mq.queues() == ["known"]
+
+    sweeper_start(url=redis_url, lock_urls=[], interval_s=0.2, holder="finder")
+
+    wait_until(lambda: "ghost" in mq.queues(), 20, "the console's discovery to register the queue")
+    sweeper = running_sweeper()
+    assert sweeper is not None and sweeper.discovery.count == 10

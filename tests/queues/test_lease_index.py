@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from queues import AsyncEchoMQ, EchoMQ, InvalidInput, NothingToClaim
-from queues import lease_index, moves
+from queues import AsyncEchoMQ, EchoMQ, InvalidInput, NothingToClaim, lease_index, moves
 from queues.keys import LEASE_INDEX
 from tests.support.keyspace import keyspace_dump
 from tests.support.waiting import wait_until

@@ -36,6 +36,7 @@ RECHECK_USER_S: Final = 2.0
 # Close codes the page's script explains (and htmx does not retry).
 NOT_LOGGED_IN: Final = 4401
 BAD_REQUEST: Final = 4400
+NOT_FOUND: Final = 4404
 
 
 async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] | None:
@@ -151,6 +152,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
         for message in messages:
             if message:
                 await self.send(text_data=message)
+
+
+class UnknownPathConsumer(AsyncWebsocketConsumer):
+    """A socket to a path the console does not serve: accepted, then closed with 4404."""
+
+    MESSAGE_TYPES: tuple[str, ...] = ()
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=NOT_FOUND)
 
 
 class OverviewConsumer(LiveConsumer):

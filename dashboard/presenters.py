@@ -7,14 +7,16 @@ the WebSocket is exactly the fragment the page was first rendered with.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypedDict
 from urllib.parse import urlencode
 
-from queues import STATES, EmqError
+from queues import STATES, EmqError, InvalidInput
 from queues.cluster import QueueLocation
 from queues.follower import Throughput
+from queues.moves import digits
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
 
 PAGE_SIZES: Final = (20, 50, 100, 200)
@@ -148,6 +150,20 @@ class PageWhere(TypedDict, total=False):
     offset: int
 
 
+# ASCII digits only: str.isdigit() and int() also take '²', '①' and '١٢٣'.
+_DIGITS: Final = re.compile(r"[0-9]{1,14}")
+
+
+def _page_size(text: str) -> int:
+    return int(text) if _DIGITS.fullmatch(text) and int(text) in PAGE_SIZES else DEFAULT_PAGE_SIZE
+
+
+def _offset(text: str) -> int:
+    if not _DIGITS.fullmatch(text):
+        raise InvalidInput(f"offset must be a whole number written in ASCII digits (at most 14), not {text!r}")
+    return int(text)
+
+
 @dataclass(frozen=True, slots=True)
 class Window:
     """Which slice of a state a queue page shows: a cursor (or offset), an order and a size."""
@@ -165,13 +181,9 @@ class Window:
         state = query.get("state", "pending")
         state = state if state in STATES else "pending"
         order = query.get("order") or DEFAULT_ORDER[state]
-        try:
-            limit = int(query.get("limit", DEFAULT_PAGE_SIZE))
-        except ValueError:
-            limit = DEFAULT_PAGE_SIZE
-        limit = limit if limit in PAGE_SIZES else DEFAULT_PAGE_SIZE
+        limit = _page_size(query.get("limit", ""))
         offset_text = query.get("offset", "")
-        offset = int(offset_text) if offset_text.isdigit() else None
+        offset = _offset(offset_text) if offset_text else None
         after, before = query.get("after") or None, query.get("before") or None
         if after:
             before = offset = None
@@ -233,11 +245,13 @@ def job_lines(page: Page) -> list[JobLine]:
     lines = []
     for row in page.rows:
         warnings = []
+        if not row.id_is_text:
+            warnings.append("its id is not UTF-8 (its bytes are shown as \\xNN; the console cannot name it to act on it)")
         if not row.exists:
             warnings.append("its hash does not exist")
         elif row.state != page.state:
             warnings.append(f"its hash says state {row.state or '(none)'!r}")
-        if row.exists and row.attempts and not row.attempts.isdigit():
+        if row.exists and row.attempts and digits(row.attempts) is None:
             warnings.append(f"attempts is not a number: {row.attempts!r}")
         try:
             text, is_bytes = row.payload_head.decode(), False
@@ -361,7 +375,7 @@ def job_detail(view: JobView, history: list[Event], *, history_error: str = "", 
         if name in ("state", "attempts", "payload"):
             continue
         text = view.text(name)
-        time_ms = int(text) if name in TIME_FIELDS and text.isdigit() else None
+        time_ms = digits(text) if name in TIME_FIELDS else None
         optional.append(FieldLine(name, text, time_ms))
     return JobDetail(view, list(reversed(history)), history_error, full_payload, core, optional)
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from . import consumers
 from .actions.routing import websocket_urlpatterns as action_patterns
@@ -12,4 +12,6 @@ websocket_urlpatterns = [
     path("ws/job/", consumers.JobConsumer.as_asgi()),
     *action_patterns,
     *search_patterns,
+    # Last: any other path is closed with a code, where the router would raise and daphne answer 500.
+    re_path(r"", consumers.UnknownPathConsumer.as_asgi()),
 ]

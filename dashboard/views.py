@@ -60,6 +60,7 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
     context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster), queues_stale=known.stale,
+                   odd_registry=known.odd,
                    totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
     if _wants_fragment(request, "overview-rows"):
         return render(request, "dashboard/_overview_rows.html", context)
@@ -81,6 +82,9 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
                 raise result
     except InvalidInput as error:
         return _bad_input(request, error, context)
+    except Refused as refused:
+        # A key of another type in the queue's slot: the page says which, for an operator to repair.
+        return render(request, "dashboard/queue.html", {**context, "read_error": str(refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     follower = live_follower()
@@ -107,11 +111,13 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
         view = read(lambda mq: mq.job(name, job_id, payload_bytes=shown))
     except InvalidInput as error:
         return _bad_input(request, error, context)
+    except Refused as refused:
+        return render(request, "dashboard/job.html", {**context, "read_error": str(refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/job.html", error, context)
     try:
         history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
-    except Unavailable as error:
+    except (Unavailable, Refused) as error:
         history, history_error = [], str(error)
     detail = presenters.job_detail(view, history, history_error=history_error, full_payload=request.GET.get("full") == "1")
     context.update(detail=detail, now_ms=view.now_ms,
@@ -153,7 +159,7 @@ def find(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/find.html", context)
     try:
         validate_job_id(job_id)
-        names = [validate_queue_name(queue)] if queue else read(lambda mq: mq.queues())
+        names = [validate_queue_name(queue)] if queue else read(lambda mq: mq.known_queues().names)
         found = read(lambda mq: mq.find_job(job_id, names))
     except InvalidInput as error:
         return render(request, "dashboard/find.html", {**context, "message": str(error)}, status=400)

@@ -29,6 +29,7 @@ from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .scripts import script
 from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
+from .visible import INVISIBLE, visible
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,32 +39,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-# C0 and C1 controls, DEL, the bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), the
-# other invisible format characters (soft hyphen, zero-width spaces and joiners, word joiners, BOM, tags),
-# line and paragraph separators, and lone surrogates (bytes that were not UTF-8).
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-                        "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def visible(text: str) -> str:
-    """Text that cannot move the cursor, recolour the terminal or reverse the text around it."""
-    return _INVISIBLE.sub(_escape, text.replace("\\", "\\\\"))
-
-
 def _json_escape(match: re.Match[str]) -> str:
     return json.dumps(match.group())[1:-1]
 
 
 def _out(value: Any, as_json: bool = True) -> None:
     if as_json:
-        print(_INVISIBLE.sub(_json_escape, json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
+        print(INVISIBLE.sub(_json_escape, json.dumps(value, ensure_ascii=False, separators=(",", ":"))))
     else:
         print(visible(str(value)))
 

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 import hiredis
@@ -24,8 +24,8 @@ from redis.crc import key_slot
 from . import moves, reads
 from .cluster import QueueLocation, queue_location
 from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
-from .errors import InvalidInput, NotReplicated, Unavailable
-from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id
+from .errors import InvalidInput, NotReplicated, Refused, Unavailable
+from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id, validate_queue_name
 from .lease_index import hint_command
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .redis_errors import NOT_RUN as _NOT_RUN, UNREACHABLE as _UNREACHABLE, ResponseError, translate
@@ -169,6 +169,36 @@ class BlockingRunner:
 class KnownQueues:
     names: list[str]
     stale: str  # why the list is the last one read, or '' when it was read just now
+    # Registry entries that are not queue names, as text (bytes that are not UTF-8 as \\xNN).
+    odd: list[str] = field(default_factory=list)
+
+
+def registered_name(entry: bytes | str) -> str | None:
+    """The queue a registry entry names, or None when it is not a valid name ('bad name', bytes not UTF-8)."""
+    try:
+        return validate_queue_name(entry.decode() if isinstance(entry, bytes) else entry)
+    except (UnicodeDecodeError, InvalidInput):
+        return None
+
+
+def _registry(entries: Iterable[bytes | str]) -> tuple[list[str], list[str]]:
+    """The registry's queue names, and its other entries as text, both sorted."""
+    names, odd = [], []
+    for entry in set(entries):
+        name = registered_name(entry)
+        if name is None:
+            odd.append(_text(entry))
+        else:
+            names.append(name)
+    return sorted(names), sorted(odd)
+
+
+def _wrong_type(error: BaseException) -> bool:
+    return isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE")
+
+
+def _registry_refused(kind: object) -> Refused:
+    return Refused("queues", "", "wrongtype", QUEUE_REGISTRY, _text(kind))
 
 
 class EchoMQ:
@@ -185,6 +215,7 @@ class EchoMQ:
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
         self._last_queues: list[str] | None = None
+        self._odd_queues: list[str] = []
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
 
@@ -515,10 +546,16 @@ class EchoMQ:
         return self.run(reads.history(queue, job_id))
 
     def queues(self) -> list[str]:
-        """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`)."""
+        """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`).
+
+        An entry that is not a queue name (another writer's 'bad name', bytes that are not UTF-8) is
+        left out; :meth:`known_queues` lists those too. A registry of another type is :class:`Refused`.
+        """
         try:
-            names = sorted({_text(n) for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
+            names, self._odd_queues = _registry(self.redis.sscan_iter(QUEUE_REGISTRY, count=1000))
         except Exception as error:
+            if _wrong_type(error):
+                raise _registry_refused(self.redis.type(QUEUE_REGISTRY)) from error
             raise translate(error, "reading the queue registry") from error
         self._last_queues = names
         return names
@@ -568,12 +605,14 @@ class EchoMQ:
         down, the queues on the others must still be listed and served.
         """
         try:
-            return KnownQueues(self.queues(), "")
+            return KnownQueues(self.queues(), "", self._odd_queues)
         except Unavailable as error:
             if self._last_queues is None:
                 raise
             return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
                                                         "showing the one read last")
+        except Refused as refused:
+            return KnownQueues(list(self._last_queues or []), f"the queue list could not be read: {refused}")
 
     def discover_queues(self, *, step: int = 1000) -> list[str]:
         """Finds queues written by runtimes that did not register them, and registers them.
@@ -651,6 +690,7 @@ class AsyncEchoMQ:
         self._registered: set[str] = set()
         self._last_queues: list[str] | None = None
         self._hints: set[asyncio.Task[None]] = set()
+        self._odd_queues: list[str] = []
         pool = getattr(client, "connection_pool", None)
         self._wire_options = wire_options(pool.connection_class, pool.connection_kwargs) if pool else None
         # One lean connection per node ("" when standalone) and event loop, opened on first use: the
@@ -896,9 +936,12 @@ class AsyncEchoMQ:
         return await self.run(reads.history(queue, job_id))
 
     async def queues(self) -> list[str]:
+        """As :meth:`EchoMQ.queues`."""
         try:
-            names = sorted({_text(n) async for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)})
+            names, self._odd_queues = _registry([n async for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)])
         except Exception as error:
+            if _wrong_type(error):
+                raise _registry_refused(await self.redis.type(QUEUE_REGISTRY)) from error
             raise translate(error, "reading the queue registry") from error
         self._last_queues = names
         return names
@@ -912,12 +955,14 @@ class AsyncEchoMQ:
     async def known_queues(self) -> KnownQueues:
         """As :meth:`EchoMQ.known_queues`."""
         try:
-            return KnownQueues(await self.queues(), "")
+            return KnownQueues(await self.queues(), "", self._odd_queues)
         except Unavailable as error:
             if self._last_queues is None:
                 raise
             return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
                                                         "showing the one read last")
+        except Refused as refused:
+            return KnownQueues(list(self._last_queues or []), f"the queue list could not be read: {refused}")
 
     async def find_job(self, job_id: str, queues: Iterable[str]) -> list[str]:
         """As :meth:`EchoMQ.find_job`."""

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from .errors import EmqError, InvalidInput
 from .keys import QueueKeys
-from .moves import Call, _int, _text
+from .moves import Call, _int, _text, digits
 
 GROUPS_SHOWN: Final = 50
 _GROUP_ID: Final = re.compile(r"^[0-9a-f]{12}$")
@@ -58,8 +58,7 @@ class FailureGroups:
 
 
 def _ms(value: Any) -> int | None:
-    text = _text(value)
-    return int(text) if text.isdigit() else None
+    return digits(value)
 
 
 def groups(queue: str, *, limit: int = GROUPS_SHOWN, group: str | None = None) -> Call[FailureGroups]:

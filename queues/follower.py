@@ -383,7 +383,8 @@ class Follower:
 
     async def _refresh_registry(self) -> None:
         assert self.mq is not None
-        names = await self.mq.queues()
+        # known_queues: entries that are not queue names are left out, a registry of another type lists none.
+        names = (await self.mq.known_queues()).names
         added = [n for n in names if n not in set(self.registered)]
         if self.registered and added:
             self._pending.queues_added += added
@@ -406,6 +407,8 @@ class Follower:
                     raise result
                 else:
                     self.errors[queue] = str(result) if isinstance(result, EmqError) else repr(result)
+                    # Its keys may be of another type (its events too): no XREAD of all queues may include it.
+                    self._positions.pop(queue, None)
         if not queues and from_poll:
             await self.mq.ping()
             self._set_up()
@@ -465,18 +468,23 @@ class Follower:
             queue = queue_of_key(_text(key))
             if queue is None:
                 continue
-            ids: set[str] = set()
-            for entry_id, data in entries:
-                if not _is_heartbeat(data):
-                    self.throughput.add(queue, _stream_id(_text(entry_id))[0])
-                job_id = data.get(b"id") or data.get("id")
-                if job_id:
-                    ids.add(_text(job_id))
+            # Moved on first: an entry that cannot be read is skipped, never read again and again.
             self._positions[queue] = _text(entries[-1][0])
+            ids: set[str] | None = set()
+            try:
+                for entry_id, data in entries:
+                    if not _is_heartbeat(data):
+                        self.throughput.add(queue, _stream_id(_text(entry_id))[0])
+                    job_id = data.get(b"id") or data.get("id")
+                    if job_id:
+                        ids.add(_text(job_id))
+            except Exception:  # as in the poll loop: one odd entry must not stop every page's updates
+                log.exception("the follower could not read the events of %s", queue)
+                ids = None
             # A full batch: we may be far behind (the stream is capped, so
             # some events may be gone). Say "anything may have changed"; the
             # counts are re-read below either way.
-            self._pending.touch(queue, None if len(entries) >= EVENT_BATCH else ids)
+            self._pending.touch(queue, None if ids is None or len(entries) >= EVENT_BATCH else ids)
             self._dirty.add(queue)
         self._wake.set()
 

@@ -117,7 +117,15 @@ class BatchResult:
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    """A reply as text; bytes that are not UTF-8 (another writer's) as ``\\xNN``, so no reply fails to read."""
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else str(value)
+
+
+def digits(value: Any, max_length: int = 19) -> int | None:
+    """A field another writer may have filled with anything, as an integer when it is ASCII digits only
+    (``str.isdigit`` also takes '²' and '١٢٣', which ``int`` then refuses or reads as 123)."""
+    text = _text(value)
+    return int(text) if 0 < len(text) <= max_length and text.isascii() and text.isdigit() else None
 
 
 def _refusal(move: str, job_id: str, reply: list[Any]) -> Refused:
@@ -244,8 +252,7 @@ def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", cou
     def parse(reply: list[Any]) -> list[ClaimedJob]:
         refused_whole("claim", reply)
         if _text(reply[0]) == "PAUSED":
-            since = _text(reply[1])
-            raise Paused(keys.queue, int(since) if since.isdigit() else None, _text(reply[2]), _text(reply[3]))
+            raise Paused(keys.queue, digits(reply[1]), _text(reply[2]), _text(reply[3]))
         if _text(reply[0]) == "EMPTY":
             raise NothingToClaim(f"nothing to claim in {queue}", int(_text(reply[1])) if reply[1] else None,
                                  int(_text(reply[2])))
@@ -431,9 +438,7 @@ def pause(queue: str, *, reason: str = "", actor: str = "") -> Call[PauseResult]
     def parse(reply: list[Any]) -> PauseResult:
         refused_whole("pause", reply)
         if _text(reply[0]) == "ALREADY":
-            since = _text(reply[1])
-            return PauseResult("pause", keys.queue, False, int(since) if since.isdigit() else None,
-                               _text(reply[2]), _text(reply[3]))
+            return PauseResult("pause", keys.queue, False, digits(reply[1]), _text(reply[2]), _text(reply[3]))
         return PauseResult("pause", keys.queue, True, int(_text(reply[1])), actor, text.decode(errors="replace"))
 
     return Call("pause", keys.script_keys(None), [text, actor], parse)
@@ -446,8 +451,7 @@ def resume(queue: str, *, actor: str = "") -> Call[PauseResult]:
         refused_whole("resume", reply)
         if _text(reply[0]) == "NOT_PAUSED":
             return PauseResult("resume", keys.queue, False)
-        took = _text(reply[1])
-        return PauseResult("resume", keys.queue, True, actor=actor, paused_for_ms=int(took) if took.isdigit() else None)
+        return PauseResult("resume", keys.queue, True, actor=actor, paused_for_ms=digits(reply[1]))
 
     return Call("resume", keys.script_keys(None), [actor], parse)
 

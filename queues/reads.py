@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 from .errors import InvalidInput
 from .keys import STATES, QueueKeys, State, validate_job_id, validate_state
-from .moves import Call, _int, _text, cut_utf8, refused_whole
+from .moves import Call, _int, _text, cut_utf8, digits, refused_whole
 
 PAGE_LIMIT_MAX: Final = 500
 CORE_FIELDS: Final = ("state", "attempts", "payload")
@@ -77,6 +77,8 @@ class JobRow:
     last_error_length: int = 0
     key_type: str = "hash"
     payload_source: str = "payload"
+    # False when the id in the set is not UTF-8: ``id`` then shows its bytes as \\xNN and names no key.
+    id_is_text: bool = True
 
     @property
     def cursor(self) -> str:
@@ -124,7 +126,7 @@ class JobView:
 
     def text(self, name: str) -> str:
         value = self.fields.get(name)
-        return "" if value is None else value.decode(errors="replace")
+        return "" if value is None else _text(value)
 
     @property
     def state(self) -> str:
@@ -145,7 +147,7 @@ class JobView:
 
     def as_dict(self) -> dict[str, Any]:
         return {"queue": self.queue, "id": self.id, "now_ms": self.now_ms, "exists": self.exists,
-                "key_type": self.key_type, "fields": {k: v.decode(errors="replace") for k, v in self.fields.items()},
+                "key_type": self.key_type, "fields": {k: _text(v) for k, v in self.fields.items()},
                 "long_fields": self.long_fields, "payload_length": self.payload_length,
                 "payload_whole": self.payload_whole, "scores": self.scores, "lease_left_ms": self.lease_left_ms,
                 "warnings": self.warnings}
@@ -159,6 +161,14 @@ def score_int(value: Any) -> int:
     if abs(number) >= _INFINITE:
         return _INFINITE if number > 0 else -_INFINITE
     return int(number // 1)
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _opt_int(value: Any) -> int | None:
@@ -215,7 +225,7 @@ def stats(queue: str) -> Call[QueueStats]:
         now, p, a, d, f, due, lapsed, oldest, next_due, last, paused, since, by, why = reply
         return QueueStats(keys.queue, int(now), {"pending": int(p), "active": int(a), "done": int(d), "failed": int(f)},
                           int(due), int(lapsed), _opt_int(oldest), _opt_int(next_due), _text(last),
-                          _text(paused) == "1", int(_text(since)) if _text(since).isdigit() else None,
+                          _text(paused) == "1", digits(since),
                           _text(by), _text(why))
 
     return Call("stats", keys.script_keys(None), [], parse)
@@ -227,8 +237,8 @@ def counts(queue: str) -> Call[dict[str, int]]:
 
     def parse(reply: list[Any]) -> dict[str, int]:
         refused_whole("counts", reply)
-        pairs = ((_text(reply[i]), _text(reply[i + 1])) for i in range(0, len(reply), 2))
-        return {name: int(value) for name, value in pairs if value.isdigit()}
+        pairs = ((_text(reply[i]), digits(reply[i + 1])) for i in range(0, len(reply), 2))
+        return {name: value for name, value in pairs if value is not None}
 
     return Call("counts", keys.script_keys(None), [], parse)
 
@@ -282,7 +292,7 @@ def series(queue: str, *, resolution: str, first: int, count: int) -> Call[Serie
         now, *flat = reply
         points = []
         for n in range(count):
-            values = [_digits(v) or 0 for v in flat[n * 15:(n + 1) * 15]]
+            values = [digits(v) or 0 for v in flat[n * 15:(n + 1) * 15]]
             points.append(SeriesPoint((first + n) * size_ms, values[0], values[1], values[2], values[3],
                                       tuple(values[4:])))
         return Series(keys.queue, resolution, int(now), points)
@@ -320,11 +330,6 @@ class Workers:
     workers: list[WorkerInfo]
 
 
-def _digits(value: Any) -> int | None:
-    text = _text(value)
-    return int(text) if text.isdigit() else None
-
-
 def workers(queue: str, *, limit: int = 100) -> Call[Workers]:
     keys = QueueKeys(queue)
     limit = _int(limit, "limit", 1, 1000)
@@ -335,8 +340,8 @@ def workers(queue: str, *, limit: int = 100) -> Call[Workers]:
         found = []
         for i in range(0, len(flat), 10):
             wid, host, pid, runtime, concurrency, started, beat, expires, held, ids = (_text(v) for v in flat[i:i + 10])
-            found.append(WorkerInfo(keys.queue, wid, host, pid, runtime, concurrency, _digits(started), _digits(beat),
-                                    _digits(expires), _digits(held) or 0, [x for x in ids.split("\n") if x]))
+            found.append(WorkerInfo(keys.queue, wid, host, pid, runtime, concurrency, digits(started), digits(beat),
+                                    digits(expires), digits(held) or 0, [x for x in ids.split("\n") if x]))
         return Workers(keys.queue, int(now), int(live), found)
 
     return Call("workers", keys.script_keys(None), [limit], parse)
@@ -377,8 +382,8 @@ def page(queue: str, state: str, *, offset: int | None = None, after: str | None
         refused_whole("page", reply)
         now, total, start, more, *flat = reply
         rows = [JobRow(_text(flat[i]), score_int(flat[i + 1]), _text(flat[i + 2]), _text(flat[i + 3]),
-                       flat[i + 4], int(flat[i + 5]), flat[i + 6].decode(errors="replace"), _text(flat[i + 8]) != "none",
-                       int(flat[i + 7]), _text(flat[i + 8]), _text(flat[i + 9]))
+                       flat[i + 4], int(flat[i + 5]), _text(flat[i + 6]), _text(flat[i + 8]) != "none",
+                       int(flat[i + 7]), _text(flat[i + 8]), _text(flat[i + 9]), _is_utf8(flat[i]))
                 for i in range(0, len(flat), 10)]
         return Page(keys.queue, state, order, int(now), int(total), int(start), bool(int(more)), rows)  # type: ignore[arg-type]
 
@@ -398,6 +403,7 @@ def job(queue: str, job_id: str, *, payload_bytes: int = JOB_PAYLOAD_BYTES) -> C
         key_type, length, payload, whole, count, *flat = rest[4:]
         fields: dict[str, bytes] = {}
         long_fields: dict[str, int] = {}
+        odd_names = [_text(flat[i]) for i in range(0, len(flat), 3) if not _is_utf8(flat[i])]
         for i in range(0, len(flat), 3):
             name, value, size = _text(flat[i]), flat[i + 1], int(flat[i + 2])
             if len(value) == size:
@@ -410,6 +416,8 @@ def job(queue: str, job_id: str, *, payload_bytes: int = JOB_PAYLOAD_BYTES) -> C
                        has_payload, int(count), long_fields)
         view.warnings.extend(job_warnings(fields, scores, key_type=kind, has_payload=has_payload,
                                           payload=payload if view.payload_whole else None))
+        view.warnings.extend(f"the field name '{name}' is not UTF-8 (its bytes are shown as \\xNN)"
+                             for name in odd_names)
         return view
 
     return Call("job", keys.script_keys(job_id), [job_id, payload_bytes], parse)
@@ -443,8 +451,10 @@ def job_warnings(fields: dict[str, bytes], scores: dict[str, int], *, key_type: 
     if "state" in fields and state not in STATES:
         warnings.append(f"unknown state {state!r}")
     attempts = fields.get("attempts")
-    if attempts is not None and not attempts.decode(errors="replace").isdigit():
+    if attempts is not None and digits(attempts) is None:
         warnings.append(f"attempts is not a number: {attempts!r}")
+    warnings.extend(f"the field '{name}' is not UTF-8 text (its bytes are shown as \\xNN)"
+                    for name, value in fields.items() if name != "history" and not _is_utf8(value))
     if len(scores) > 1:
         warnings.append(f"the id is in more than one set: {', '.join(scores)}")
     elif not scores:

@@ -190,7 +190,7 @@ def parse_moment(text: str, *, now_ms: int) -> int:
     value = text.strip()
     if not value:
         raise InvalidInput("a time must not be empty")
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return int(value)
     relative = _RELATIVE.match(value)
     if relative:

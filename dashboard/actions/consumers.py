@@ -40,7 +40,8 @@ class RunConsumer(AsyncWebsocketConsumer):
         if query is None:
             return
         text = query.get("id", "")
-        if not text.isdigit() or not await database_sync_to_async(AuditEntry.objects.filter(pk=int(text)).exists)():
+        known = text.isascii() and text.isdigit()  # str.isdigit() alone takes '²', which int() refuses
+        if not known or not await database_sync_to_async(AuditEntry.objects.filter(pk=int(text)).exists)():
             await self.close(code=BAD_REQUEST)
             return
         self.entry_id = int(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from functools import wraps
@@ -84,9 +85,13 @@ def operators_only(view: View) -> View:
     return wrapper
 
 
+# ASCII digits only: str.isdigit() and int() also take '²', '①' and '١٢٣'.
+_MS = re.compile(r"[0-9]{1,14}")
+
+
 def _ms(text: str, what: str) -> int:
-    if not text.strip().isdigit():
-        raise InvalidInput(f"{what} must be a whole number of milliseconds, not {text!r}")
+    if not _MS.fullmatch(text.strip()):
+        raise InvalidInput(f"{what} must be a whole number of milliseconds in ASCII digits (at most 14), not {text!r}")
     return int(text)
 
 
@@ -358,6 +363,6 @@ def _search_many_count(request: HttpRequest, search: SearchRequest, queues: list
 
 
 def _at_most(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not _MS.fullmatch(text) or int(text) < 1:
         raise InvalidInput(f"at most must be a whole number of jobs, not {text!r}")
     return int(text)

@@ -28,7 +28,7 @@ from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
-from queues import InvalidInput, Unavailable, reads, validate_job_id, validate_queue_name
+from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
 from queues.keys import validate_state
 
 from . import schemas as s
@@ -60,6 +60,12 @@ def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:
 @api.exception_handler(InvalidInput)
 def _invalid(request: HttpRequest, error: InvalidInput) -> HttpResponse:
     return _error(request, 400, str(error))
+
+
+@api.exception_handler(Refused)
+def _unreadable(request: HttpRequest, error: Refused) -> HttpResponse:
+    """A read refused whole: a key of the queue holds another type (the message names it)."""
+    return _error(request, 409, str(error))
 
 
 def _problem(error: dict[str, Any]) -> str:
@@ -140,14 +146,14 @@ def queues_list(request: HttpRequest, after: str = "", limit: int = Query(100, g
             "next_after": page[-1] if more else None, "stale": known.stale}
 
 
-@api.get("/queue", response={200: s.QueueOut, **ERRORS}, summary="One queue's counts")
+@api.get("/queue", response={200: s.QueueOut, 409: s.ErrorOut, **ERRORS}, summary="One queue's counts")
 def queue_detail(request: HttpRequest, q: str = QUEUE) -> Any:
     _viewer(request)
     name = validate_queue_name(q)
     return queue_out(name, read(lambda mq: mq.stats(name)))
 
 
-@api.get("/queue/jobs", response={200: s.PageOut, **ERRORS}, summary="A page of one state's jobs, by cursor")
+@api.get("/queue/jobs", response={200: s.PageOut, 409: s.ErrorOut, **ERRORS}, summary="A page of one state's jobs, by cursor")
 def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done", "failed"],
                after: str | None = None, before: str | None = None,
                limit: int = Query(50, ge=1, le=reads.PAGE_LIMIT_MAX), order: Literal["asc", "desc"] = "asc",
@@ -159,7 +165,7 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
     return page_out(page)
 
 
-@api.get("/job", response={200: s.JobOut, 404: s.ErrorOut, **ERRORS}, summary="One job with its history")
+@api.get("/job", response={200: s.JobOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS}, summary="One job with its history")
 def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
     _viewer(request)
     name, job_id = validate_queue_name(q), validate_job_id(id)
@@ -168,7 +174,7 @@ def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
         raise Http404(f"job {job_id} does not exist in {name}")
     try:
         history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
-    except Unavailable as error:
+    except (Unavailable, Refused) as error:
         history, history_error = [], str(error)
     return job_out(view, history, history_error)
 

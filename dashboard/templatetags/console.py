@@ -1,4 +1,5 @@
-"""Small filters for times and durations (the browser ticks them; these are the first render)."""
+"""Small filters for times and durations (the browser ticks them; these are the first render) and for text
+from the keyspace."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString
+
+from queues.visible import has_invisible, visible as visible_text
 
 register = template.Library()
+ESCAPED_TITLE = "holds invisible or bidi characters, shown here as escapes"
 
 
 @register.filter
@@ -47,3 +53,14 @@ def server_time(ms: int | None) -> str:
 @register.filter
 def minus(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else int(a) - int(b)
+
+
+@register.filter
+def visible(value: object) -> SafeString:
+    """Text from the keyspace as the console shows it: invisible and bidi characters as escapes
+    (``\\u202e``), in a span that says so, so two names that differ only by them look different."""
+    text = "" if value is None else str(value)
+    if not has_invisible(text):
+        return conditional_escape(text)
+    return format_html('<span class="escaped" title="{}">{}</span>', ESCAPED_TITLE,
+                       visible_text(text, backslashes=False))

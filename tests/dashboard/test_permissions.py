@@ -303,6 +303,8 @@ SOCKETS: dict[str, Socket] = {
     # Anyone who may look may stop their own search.
     "ws/search/": Socket("run=0123456789ab&q={q}&state=failed&id_prefix=a", LIVE, {
         "cancel": Message({"action": "cancel"}, (CLOSED, STOPPED, STOPPED, STOPPED, STOPPED))}),
+    # Any other path: closed for everyone with 4404 (the router alone would make daphne answer 500).
+    "": Socket("", ("closed 4404",) * 5, {}),
 }
 
 
@@ -416,7 +418,8 @@ async def test_every_persona_gets_the_declared_answer_on_every_websocket_route(
         pytest.fail(f"no entry for {route!r}: see test_every_websocket_route_and_message_type_has_an_entry_in_the_table")
     wrong = []
     # After the declared types, one nobody declared: the socket must neither act on it nor close.
-    probes = [*socket.messages.items(), ("no-such-type", Message({"action": "no-such-type", "filter": 7}, LIVE))]
+    probes = [*socket.messages.items(),
+              ("no-such-type", Message({"action": "no-such-type", "filter": 7}, socket.connect))]
     for index, persona in enumerate(PERSONAS):
         for message_type, message in probes:
             run = world.runs[AIM[persona]]

@@ -21,7 +21,7 @@ from queues.follower import Throughput
 from queues.reads import Page, QueueStats
 
 from .presenters import JobLine, QueueRow, Window, queue_context
-from .templatetags.console import duration, server_time
+from .templatetags.console import duration, server_time, visible, visible_plain
 
 
 def _q(value: str) -> str:
@@ -38,9 +38,9 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
         attrs += ' class="alarm"'
     paused = ""
     if s is not None and s.paused:
-        why = escape(f"paused by {s.paused_by or 'someone'}" + (f": {s.paused_reason}" if s.paused_reason else ""))
+        why = escape(visible_plain(f"paused by {s.paused_by or 'someone'}" + (f": {s.paused_reason}" if s.paused_reason else "")))
         paused = f' <span class="badge paused" title="{why}">paused</span>'
-    out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{escape(row.name)}</a>{paused}</td>']
+    out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{visible(row.name)}</a>{paused}</td>']
     if s is not None:
         failed, active, done = s.counts["failed"], s.counts["active"], s.counts["done"]
         out.append(f'<td class="num pending">{s.due}</td><td class="num delayed">{s.delayed}</td>'
@@ -52,7 +52,7 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
         else:
             out.append('<td><span class="muted">—</span></td>')
     else:
-        out.append(f'<td colspan="7" class="error-text">unreadable: {escape(row.error)}</td>')
+        out.append(f'<td colspan="7" class="error-text">unreadable: {visible(row.error)}</td>')
     spark = row.spark
     if spark is not None:
         out.append(f'<td class="spark"><svg width="{spark.width}" height="{spark.height}" '
@@ -107,9 +107,9 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
         classes = " ".join(c for c in ("alarm" if line.is_lapsed else "", "odd" if line.warnings else "") if c)
         warning = ""
         if line.warnings:
-            text = escape("; ".join(line.warnings))
-            warning = f' <span class="warn-badge" title="{text}">⚠ {text}</span>'
-        payload = ('<span class="badge">bytes</span> ' if line.payload_is_bytes else "") + escape(line.payload_text)
+            text = "; ".join(line.warnings)
+            warning = f' <span class="warn-badge" title="{escape(visible_plain(text))}">⚠ {visible(text)}</span>'
+        payload = ('<span class="badge">bytes</span> ' if line.payload_is_bytes else "") + visible(line.payload_text)
         if line.payload_cut:
             payload += f'<span class="muted">… ({row.payload_length} bytes)</span>'
         with context.push(dom_id=line.dom_id, queue=window.queue, job_id=row.id, state=row.state,
@@ -119,11 +119,11 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
             f'<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(row.id)}" '
             f'data-attempts="{escape(row.attempts)}" data-state="{escape(row.state)}">'
             f'<td class="pick">{pick_html}</td>'
-            f'<td class="mono id"><a href="{job_url}{_q(row.id)}">{escape(row.id)}</a>{warning}</td>'
-            f'<td class="num mono" data-label="attempts">{escape(row.attempts) or "—"}</td>'
+            f'<td class="mono id"><a href="{job_url}{_q(row.id)}">{visible(row.id)}</a>{warning}</td>'
+            f'<td class="num mono" data-label="attempts">{visible(row.attempts) or "—"}</td>'
             f'<td class="when">{_when(line)}</td>'
             f'<td class="payload mono">{payload}</td>'
-            f'<td class="error-text">{escape(row.last_error)}</td>'
+            f'<td class="error-text">{visible(row.last_error)}</td>'
             f'<td class="actions">{buttons_html}</td></tr>')
     return mark_safe("".join(out))
 

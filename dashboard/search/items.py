@@ -12,7 +12,7 @@ from django.utils.html import escape
 
 from queues.search import Match
 
-from ..templatetags.console import server_time
+from ..templatetags.console import server_time, visible
 
 # daphne refuses messages over 1 MiB; browsers and proxies are happier well below 64 KiB.
 MESSAGE_BYTES: Final = 48 * 1024
@@ -48,16 +48,16 @@ def match_item(match: Match, *, show_queue: bool, job_url: str) -> str:
     if match.state != match.found_in:
         warning = (f' <span class="warn-badge">⚠ found in {escape(match.found_in)} but its hash says '
                    f'{escape(match.state or "(no state)")}</span>')
-    queue = f'<span class="mono queue">{escape(match.queue)}</span> ' if show_queue else ""
+    queue = f'<span class="mono queue">{visible(match.queue)}</span> ' if show_queue else ""
     link = f"{job_url}?q={quote(match.queue, safe='')}&amp;id={quote(match.id, safe='')}"
     parts = [f'<li class="search-match {escape(match.found_in)}">',
-             f'<div class="match-head">{queue}<a class="mono id" href="{link}">{escape(match.id)}</a>{warning}'
+             f'<div class="match-head">{queue}<a class="mono id" href="{link}">{visible(match.id)}</a>{warning}'
              f' <span class="muted">attempts {escape(match.attempts or "0")} · {_when(match)}</span></div>',
              f'<div class="payload mono">{_payload(match)}</div>']
     if match.last_error:
-        parts.append(f'<div class="error-text">{escape(match.last_error)}</div>')
+        parts.append(f'<div class="error-text">{visible(match.last_error)}</div>')
     if match.worker:
-        parts.append(f'<div class="muted worker">worker {escape(match.worker)}</div>')
+        parts.append(f'<div class="muted worker">worker {visible(match.worker)}</div>')
     parts.append("</li>")
     return "".join(parts)
 

@@ -64,3 +64,9 @@ def visible(value: object) -> SafeString:
         return conditional_escape(text)
     return format_html('<span class="escaped" title="{}">{}</span>', ESCAPED_TITLE,
                        visible_text(text, backslashes=False))
+
+
+@register.filter
+def visible_plain(value: object) -> str:
+    """The same escapes without the span, where no markup may go (a title, an attribute)."""
+    return visible_text("" if value is None else str(value), backslashes=False)

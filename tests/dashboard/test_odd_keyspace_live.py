@@ -13,7 +13,7 @@ from dashboard.asgi import application
 from queues import EchoMQ
 from queues.follower import Follower
 from tests.dashboard.test_consumers import connect, receive_until
-from tests.support.odd_keyspace import REGISTRY, prefix, write_job
+from tests.support.odd_keyspace import REGISTRY, invisible_shown, prefix, write_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,8 +73,12 @@ async def test_the_pages_of_an_odd_job_and_its_queue_stay_live(console_mq: EchoM
 
     first = await receive_until(queue_page, lambda m: 'id="queue-jobs"' in m)
     assert r"odd\xff" in first
-    assert "unknown state" in await receive_until(job_page, lambda m: 'id="job-core"' in m)
-    assert "attempts is not a number" in await receive_until(done_page, lambda m: 'id="queue-jobs"' in m)
+    job_core = await receive_until(job_page, lambda m: 'id="job-core"' in m)
+    assert r"bidi\u202eevil" in job_core and not invisible_shown(job_core)
+    assert "unknown state" in job_core
+    done_rows = await receive_until(done_page, lambda m: 'id="queue-jobs"' in m)
+    assert r"bidi\u202eevil" in done_rows and "attempts is not a number" in done_rows
+    assert not invisible_shown(done_rows)
 
     claimed = console_mq.claim("mail")[0]
     console_mq.complete("mail", claimed.id, claimed.token)

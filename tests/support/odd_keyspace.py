@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Iterable, Iterator
+from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,6 +14,7 @@ import redis
 from django.test import Client
 
 from queues import STATES
+from queues.visible import INVISIBLE
 
 # Raw bytes: a name or an id that is not UTF-8 cannot be spelled as a str key.
 REGISTRY = b"emq:queues"
@@ -114,3 +116,32 @@ def server_errors(client: Client, urls: Iterable[str]) -> list[tuple[str, str]]:
             if problem:
                 bad.append((url + (" [fragment]" if headers else ""), problem))
     return bad
+
+
+class _ShownText(HTMLParser):
+    """What a browser shows of a page: its text and its tooltips (not ids, values or data attributes)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.shown: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "template"):
+            self._hidden += 1
+        self.shown += [value or "" for name, value in attrs if name in ("title", "aria-label", "placeholder")]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "template") and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.shown.append(data)
+
+
+def invisible_shown(html: str) -> list[str]:
+    """The invisible or bidi characters a browser would show of ``html`` as they are (as U+XXXX)."""
+    parser = _ShownText()
+    parser.feed(html)
+    return sorted({f"U+{ord(c):04X}" for c in INVISIBLE.findall("".join(parser.shown)) if c not in "\n\t\r"})

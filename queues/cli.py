@@ -191,8 +191,13 @@ def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_queues(mq: EchoMQ, args: argparse.Namespace) -> None:
-    for name in mq.discover_queues() if args.discover else mq.queues():
+    known = mq.known_queues()
+    if known.stale:
+        raise EmqError(known.stale)
+    for name in mq.discover_queues() if args.discover else known.names:
         _out({"queue": name}) if args.json else print(_shown(name))
+    for entry in known.odd:
+        print(f"emq: the registry also holds {_shown(entry)}, which is not a queue name (left out)", file=sys.stderr)
 
 
 def cmd_events(mq: EchoMQ, args: argparse.Namespace) -> None:

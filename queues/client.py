@@ -169,7 +169,8 @@ class BlockingRunner:
 class KnownQueues:
     names: list[str]
     stale: str  # why the list is the last one read, or '' when it was read just now
-    # Registry entries that are not queue names, as text (bytes that are not UTF-8 as \\xNN).
+    # Registry entries that are not queue names, exact (bytes that are not UTF-8 kept by surrogateescape):
+    # show them through queues.visible, which writes those bytes as \\xNN.
     odd: list[str] = field(default_factory=list)
 
 
@@ -187,7 +188,7 @@ def _registry(entries: Iterable[bytes | str]) -> tuple[list[str], list[str]]:
     for entry in set(entries):
         name = registered_name(entry)
         if name is None:
-            odd.append(_text(entry))
+            odd.append(entry.decode(errors="surrogateescape") if isinstance(entry, bytes) else entry)
         else:
             names.append(name)
     return sorted(names), sorted(odd)
@@ -396,7 +397,13 @@ class EchoMQ:
 
     def _register(self, queue: str) -> None:
         if queue not in self._registered:
-            self.redis.sadd(QUEUE_REGISTRY, queue)
+            try:
+                self.redis.sadd(QUEUE_REGISTRY, queue)
+            except ResponseError as error:
+                # A registry of another type (another writer's): the move must not fail for it; the
+                # console and `emq queues` say what the registry holds.
+                if not _wrong_type(error):
+                    raise
             self._registered.add(queue)
 
     # Moves -----------------------------------------------------------------
@@ -733,7 +740,11 @@ class AsyncEchoMQ:
 
     async def _register(self, call: Call[Any]) -> None:
         if call.registers and call.registers not in self._registered:
-            await self.redis.sadd(QUEUE_REGISTRY, call.registers)
+            try:
+                await self.redis.sadd(QUEUE_REGISTRY, call.registers)
+            except ResponseError as error:  # as in EchoMQ._register
+                if not _wrong_type(error):
+                    raise
             self._registered.add(call.registers)
 
     async def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Final
 from .errors import EmqError, InvalidInput
 from .keys import QueueKeys
 from .moves import Call, _int, _text, digits
+from .reads import score_int
 
 GROUPS_SHOWN: Final = 50
 _GROUP_ID: Final = re.compile(r"^[0-9a-f]{12}$")
@@ -72,7 +73,7 @@ def groups(queue: str, *, limit: int = GROUPS_SHOWN, group: str | None = None) -
             return FailureGroups(keys.queue, 0, 0, 0, [], f"the key {_text(reply[2])} is a {_text(reply[3])}, "
                                                            "not the failure index: the groups cannot be read")
         _, now, failed, count, *flat = reply
-        found = [FailureGroup(_text(flat[i]), int(float(_text(flat[i + 1]))),
+        found = [FailureGroup(_text(flat[i]), score_int(flat[i + 1]),
                               _bytes_text(flat[i + 2]), _ms(flat[i + 3]), _ms(flat[i + 4]), _text(flat[i + 5]),
                               _bytes_text(flat[i + 6]))
                  for i in range(0, len(flat), 7)]

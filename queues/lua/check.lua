@@ -13,7 +13,8 @@
 --         id1, problem1, detail1, id2, ...}
 -- problem: missing_hash (in a set, no hash) | state_mismatch (the hash's
 --   state names another set) | multiple_sets | no_set (a hash in no set) |
---   unknown_state | bad_attempts
+--   unknown_state | bad_attempts | wrong_type (the job's key is not a hash;
+--   detail: its type)
 local what, cursor, count = ARGV[1], ARGV[2], to_int(ARGV[3])
 local err = check_keys(nil)
 if err then return err end
@@ -34,9 +35,13 @@ local function judge(id)
     if redis.call('ZSCORE', KEYS[index], id) then sets[#sets + 1] = name end
   end
   table.sort(sets)
-  local exists = redis.call('EXISTS', job_key) == 1
-  if not exists then
+  local kind = redis.call('TYPE', job_key).ok
+  if kind == 'none' then
     if #sets > 0 then report(id, 'missing_hash', table.concat(sets, ',')) end
+    return
+  end
+  if kind ~= 'hash' then
+    report(id, 'wrong_type', kind)
     return
   end
   local f = redis.call('HMGET', job_key, 'state', 'attempts')

@@ -159,6 +159,28 @@ def test_show_and_jobs_escape_what_another_runtime_wrote(redis_url: str, capsys:
     assert json.loads(as_json)["last_error"] == "bad\u202etxt"  # JSON keeps the exact text, escaped
 
 
+def test_queues_leaves_out_registry_entries_that_are_not_names_and_says_so(redis_url: str, mq: EchoMQ,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    mq.enqueue("mail", "{}")
+    mq.redis.sadd("emq:queues", b"bad name", b"caf\xe9", "q\u202e".encode())
+
+    code = main(["--url", redis_url, "queues"])
+
+    out, err = capsys.readouterr()
+    assert code == 0 and out == "mail\nq\\u202e\n"
+    assert sorted(err.splitlines()) == [f"emq: the registry also holds {shown}, which is not a queue name (left out)"
+                                        for shown in ("bad name", r"caf\xe9")]
+
+
+def test_queues_over_a_registry_of_another_type_exits_4_in_words(redis_url: str, mq: EchoMQ,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    mq.redis.set("emq:queues", "x")
+
+    code = main(["--url", redis_url, "queues"])
+
+    assert code == 1 and "emq:queues holds a string" in capsys.readouterr().err
+
+
 def test_a_refusal_naming_odd_text_is_escaped_on_stderr(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     mq = EchoMQ.from_url(redis_url, actor="test")
     keys = QueueKeys("q")

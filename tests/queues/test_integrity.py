@@ -33,6 +33,17 @@ def test_it_reports_every_kind_of_torn_job(mq: EchoMQ) -> None:
                         ("orphan", "no_set"), ("odd", "unknown_state"), ("odd", "bad_attempts")}
 
 
+def test_a_job_key_of_another_type_is_reported_not_an_error(mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    mq.redis.set(keys.job("text"), "x")
+    mq.redis.zadd(keys.pending, {"text": 1})
+    mq.redis.rpush(keys.job("listed"), "x")                             # in no set: found by the walk of keys
+
+    problems = {(p.id, p.problem, p.detail) for p in check_queue(mq, "q").problems}
+
+    assert problems == {("text", "wrong_type", "string"), ("listed", "wrong_type", "list")}
+
+
 def test_queue_names_with_glob_characters_only_see_their_own_jobs(mq: EchoMQ) -> None:
     mq.redis.hset(QueueKeys("a*").job("orphan-of-a-star"), mapping={"state": "pending"})
     mq.redis.hset(QueueKeys("ab").job("orphan-of-ab"), mapping={"state": "pending"})

@@ -470,14 +470,15 @@ class Follower:
                 continue
             # Moved on first: an entry that cannot be read is skipped, never read again and again.
             self._positions[queue] = _text(entries[-1][0])
-            ids: set[str] | None = set()
+            found: set[str] = set()
+            ids: set[str] | None = found
             try:
                 for entry_id, data in entries:
                     if not _is_heartbeat(data):
                         self.throughput.add(queue, _stream_id(_text(entry_id))[0])
                     job_id = data.get(b"id") or data.get("id")
                     if job_id:
-                        ids.add(_text(job_id))
+                        found.add(_text(job_id))
             except Exception:  # as in the poll loop: one odd entry must not stop every page's updates
                 log.exception("the follower could not read the events of %s", queue)
                 ids = None

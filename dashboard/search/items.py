@@ -28,7 +28,7 @@ def _payload(match: Match) -> str:
             text, is_bytes = head[:error.start].decode(errors="replace"), False
         else:
             text, is_bytes = head[:48].hex(" "), True
-    out = ('<span class="badge">bytes</span> ' if is_bytes else "") + escape(text)
+    out = ('<span class="badge">bytes</span> ' if is_bytes else "") + visible(text)
     if match.payload_length > len(head):
         out += f'<span class="muted">… ({match.payload_length} bytes)</span>'
     return out

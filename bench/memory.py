@@ -10,6 +10,8 @@ run flushes Redis and writes ``--jobs`` jobs (28-byte payload) with the moves' o
     failed         enqueued with max_attempts 1, claimed, failed with an error
     retried, done  enqueued, claimed, failed with an error, claimed again, completed
                    (the typical job that ran twice)
+    done, pod names   done, by a producer and a worker named as Kubernetes names pods
+                   (``orders-api-7d9f8c6b5-x2k4p:1``, 30 characters)
 
 Per job: ``used_memory`` grown over the jobs, less the queue-wide keys (the capped event
 stream, the counters and the per-minute and per-hour series, reported apart: their size
@@ -19,6 +21,7 @@ and the state's sorted set per member. At 10,000 jobs every sorted set is a skip
 
     python -m bench.memory                          # baseline c9242ca, 10,000 jobs
     python -m bench.memory --baseline main --jobs 1000
+    python -m bench.memory --listpack-value 128     # the same under a raised hash-max-listpack-value
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ WORKER = "host-1:12345"
 CLAIM_ID = "9f86d081884c7d65"
 # What the Python worker keeps of a handler's exception: type, message, where it was raised.
 ERROR = "ValueError: bad input (at handlers.py:12 in send)"
-KINDS = ("pending", "active", "done", "failed", "retried, done")
+KINDS = ("pending", "active", "done", "failed", "retried, done", "done, pod names")
+POD_ACTORS = ("orders-api-7d9f8c6b5-x2k4p:1", "mail-worker-5c8d7b9f4-q7r2m:1")
 MOVES = ("enqueue", "claim", "complete", "fail")
 
 
-def _claim_all(client: redis.Redis, sha: str, keys: QueueKeys, jobs: int) -> list[tuple[bytes, bytes]]:
-    replies = _run_many(client, sha, [(keys.script_keys(None), [30_000, CLAIM_ID, WORKER, 1000])
+def _claim_all(client: redis.Redis, sha: str, keys: QueueKeys, jobs: int, worker: str) -> list[tuple[bytes, bytes]]:
+    replies = _run_many(client, sha, [(keys.script_keys(None), [30_000, CLAIM_ID, worker, 1000])
                                       for _ in range(-(-jobs // 1000))])
     return [(reply[i], reply[i + 1]) for reply in replies if reply[0] == b"OK" for i in range(2, len(reply), 3)]
 
@@ -54,19 +58,20 @@ def write_jobs(client: redis.Redis, sha: dict[str, str], keys: QueueKeys, kind: 
     """``jobs`` jobs of ``kind``, written by the scripts ``sha`` names, as a producer and a worker would."""
     ids = [f"job-{n:07d}" for n in range(jobs)]
     tries = 1 if kind == "failed" else 3
-    _run_many(client, sha["enqueue"], [(keys.script_keys(i), [i, PAYLOAD, 0, tries, PRODUCER]) for i in ids])
+    producer, worker = POD_ACTORS if kind == "done, pod names" else (PRODUCER, WORKER)
+    _run_many(client, sha["enqueue"], [(keys.script_keys(i), [i, PAYLOAD, 0, tries, producer]) for i in ids])
     if kind == "pending":
         return
-    held = _claim_all(client, sha["claim"], keys, jobs)
+    held = _claim_all(client, sha["claim"], keys, jobs, worker)
     if kind in ("failed", "retried, done"):
-        _run_many(client, sha["fail"], [(keys.script_keys(i.decode()), [i, a, CLAIM_ID, ERROR, 0, WORKER])
+        _run_many(client, sha["fail"], [(keys.script_keys(i.decode()), [i, a, CLAIM_ID, ERROR, 0, worker])
                                         for i, a in held])
         if kind == "failed":
             return
-        held = _claim_all(client, sha["claim"], keys, jobs)
+        held = _claim_all(client, sha["claim"], keys, jobs, worker)
     if kind == "active":
         return
-    _run_many(client, sha["complete"], [(keys.script_keys(i.decode()), [i, a, CLAIM_ID, WORKER]) for i, a in held])
+    _run_many(client, sha["complete"], [(keys.script_keys(i.decode()), [i, a, CLAIM_ID, worker]) for i, a in held])
 
 
 def _queue_wide(client: redis.Redis, keys: QueueKeys) -> dict[str, int]:
@@ -88,7 +93,7 @@ def measure(client: redis.Redis, sha: dict[str, str], kind: str, jobs: int) -> d
     grown = int(client.info("memory")["used_memory"]) - before
     apart = _queue_wide(client, keys)
     sample = [keys.job(f"job-{n:07d}") for n in range(0, jobs, max(jobs // 50, 1))]
-    state = "done" if kind == "retried, done" else kind
+    state = "done" if kind.startswith(("retried", "done")) else kind
     state_set = getattr(keys, state)
     return {"per_job": (grown - sum(apart.values())) / jobs, "stream": apart["stream"],
             "queue_wide": apart["counters and series"],
@@ -119,19 +124,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="c9242ca", help="the commit whose scripts are the baseline")
     parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--listpack-value", type=int, default=0,
+                        help="set hash-max-listpack-value on the private server (0: leave Redis's default, 64)")
     args = parser.parse_args(argv)
     server = RedisServer().start()
     try:
         client = server.client()
+        if args.listpack_value:
+            client.config_set("hash-max-listpack-value", args.listpack_value)
+        print(f"hash-max-listpack-value {client.config_get('hash-max-listpack-value')['hash-max-listpack-value']}", flush=True)
         print(f"redis {client.info('server')['redis_version']}, {args.jobs:,} jobs of a {len(PAYLOAD)}-byte payload; "
               f"per job: used_memory over the jobs less the queue-wide keys (stream, counters, series)", flush=True)
         shas = {side: {name: client.script_load(old_source(args.baseline, name) if side == "old" else script(name).source)
                        for name in MOVES} for side in ("old", "new")}
+        measure(client, shas["new"], "done", args.jobs)  # a first run grows the server's own tables: not counted
         for kind in KINDS:
             for side in ("old", "new"):
                 m = measure(client, shas[side], kind, args.jobs)
                 label = f"{args.baseline}" if side == "old" else "today"
-                print(f"{kind:<14} {label:<8} per job {m['per_job']:6.0f} B   hash {m['hash']:6.0f} B "
+                print(f"{kind:<16} {label:<8} per job {m['per_job']:6.0f} B   hash {m['hash']:6.0f} B "
                       f"({m['encoding']}, {m['fields']:.0f} fields, history {m['history']:.0f} B)   "
                       f"{m['set_encoding']} {m['set_per_member']:5.0f} B/member   "
                       f"apart: stream {m['stream'] / 1024:6.0f} KiB, counters and series {m['queue_wide']:,} B",

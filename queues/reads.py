@@ -513,6 +513,8 @@ HISTORY_CODES: Final = {
     "F": ("fail", "failed"), "r": ("release", "pending"), "R": ("retry", "pending"), "v": ("recover", "pending"),
     "V": ("recover", "failed"), "p": ("promote", "pending"), "x": ("cancel", "failed"), "k": ("corrupt", "failed"),
 }
+# An integer as the scripts read one (PROTOCOL.md, section 4): a claim entry without attempts adds one to it.
+_INTEGER = re.compile(r"-?[0-9]{1,14}")
 _ENTRY = re.compile(rb"([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t(.*))?)?", re.DOTALL)
 
 
@@ -520,7 +522,8 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Eve
     """A job's history field as events, newest first (as :meth:`EchoMQ.events` gives them).
 
     An entry is ``CODE DT ['.' ATTEMPTS] [TAB ACTOR [TAB ERROR]]``: DT counts ms from the first
-    entry's time, and an attempts or actor left out is the entry before's. A fail entry without
+    entry's time, an attempts left out is the entry before's (plus one on a claim), an actor left
+    out the entry before's. A fail entry without
     an error has the next fail entry's, and the newest one without an error has ``last_error``.
     Its ``from`` is the previous entry's ``to`` (empty for the oldest kept). A line that does not
     parse is kept as a move ``?`` with the line as its error.
@@ -540,6 +543,8 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Eve
         base = ts if base is None else base
         if match.group(3) is not None:
             attempts = _unescape(match.group(3))
+        elif move == "claim" and _INTEGER.fullmatch(attempts):
+            attempts = str(int(attempts) + 1)
         if match.group(4) is not None:
             actor = _unescape(match.group(4))
         error = _unescape(match.group(5)) if match.group(5) is not None else None

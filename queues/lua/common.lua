@@ -84,8 +84,9 @@ end
 --   entry = CODE DT ['.' ATTEMPTS] ['\t' ACTOR ['\t' ERROR]]
 -- CODE one letter naming the move and the state it went to (MOVE_CODE), DT
 -- the ms since the first entry's time (the first entry: the time itself),
--- ATTEMPTS written when it differs from the entry before (else it is the
--- same; before the first entry it is 0), ACTOR written when it differs from
+-- ATTEMPTS written when it differs from what the move implies (a claim: the
+-- entry before's plus one, when that is an integer; any other move: the
+-- entry before's; before the first entry it is 0), ACTOR written when it differs from
 -- the entry before (else the same; before the first entry '') or when an
 -- ERROR follows. A fail entry (f, F) without an ERROR has the error of the
 -- next fail entry, and the newest fail entry's error is the job's last_error:
@@ -105,6 +106,14 @@ local MOVE_CODE = {
   corrupt = {failed = 'k'},
 }
 
+-- The attempts an entry of `code` implies when it does not write its own: a
+-- claim adds one to the attempts before it, every other move keeps them.
+local function implied_attempts(code, before)
+  if code ~= 'c' then return before end
+  local n = to_int(before)
+  return n and string.format('%d', n + 1) or before
+end
+
 -- The entries of a history field (absolute times, every field filled in), or
 -- nil when a line does not parse: such a history was not written by a script.
 local function parse_history(text)
@@ -113,7 +122,7 @@ local function parse_history(text)
     local tab = string.find(line, '\t', 1, true)
     local code, dt, rest = string.match(tab and string.sub(line, 1, tab - 1) or line, '^(%a)(%-?%d+)(.*)$')
     if not code or (rest ~= '' and string.sub(rest, 1, 1) ~= '.') then return nil end
-    if rest ~= '' then attempts = string.sub(rest, 2) end
+    attempts = rest ~= '' and string.sub(rest, 2) or implied_attempts(code, attempts)
     local err
     if tab then
       local fields = string.sub(line, tab + 1)
@@ -159,7 +168,7 @@ local function format_history(entries)
   for i, e in ipairs(entries) do
     local line = e.code .. string.format('%d', base and e.ts - base or e.ts)
     base = base or e.ts
-    if e.attempts ~= attempts then line = line .. '.' .. e.attempts end
+    if e.attempts ~= implied_attempts(e.code, attempts) then line = line .. '.' .. e.attempts end
     if e.err or e.actor ~= actor then line = line .. '\t' .. e.actor end
     if e.err then line = line .. '\t' .. e.err end
     lines[i], attempts, actor = line, e.attempts, e.actor
@@ -176,7 +185,7 @@ local function scan_history(text)
   for line in string.gmatch(text, '[^\n]+') do
     local code, dt, rest, fields = string.match(line, '^(%a)(%-?%d+)([^\t]*)(.*)$')
     if not code or (rest ~= '' and string.byte(rest, 1) ~= 46) then return nil end
-    if rest ~= '' then attempts = string.sub(rest, 2) end
+    attempts = rest ~= '' and string.sub(rest, 2) or implied_attempts(code, attempts)
     if fields ~= '' then actor = string.match(fields, '^\t([^\t]*)') end
     local ts = base and base + tonumber(dt) or tonumber(dt)
     base = base or ts
@@ -246,7 +255,7 @@ local function append_history(job_key, ts, move, to, attempts, actor)
   end
   if move == 'claim' then claimed = ts end
   local line = entry.code .. string.format('%d', ts - base)
-  if entry.attempts ~= attempts_before then line = line .. '.' .. entry.attempts end
+  if entry.attempts ~= implied_attempts(entry.code, attempts_before) then line = line .. '.' .. entry.attempts end
   if entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
   if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
     redis.call('HSET', job_key, 'history', old .. '\n' .. line)

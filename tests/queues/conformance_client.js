@@ -82,7 +82,8 @@ async function claim(queue, leaseMs, count) {
 }
 
 // Section 9: entries split by \n; each CODE DT ['.' ATTEMPTS] [\t ACTOR [\t ERROR]], DT counted from the
-// first entry's time, an attempts or actor left out being the entry before's; %XX undone; from = previous to;
+// first entry's time, an attempts or actor left out being the entry before's (attempts plus one on a claim);
+// %XX undone; from = previous to;
 // a fail entry without an error has the next fail entry's, the newest such the job's last_error.
 const CODES = {
   e: ['enqueue', 'pending'], c: ['claim', 'active'], d: ['complete', 'done'], f: ['fail', 'pending'],
@@ -103,6 +104,7 @@ function parseHistory(text, lastError) {
     const ts = base === null ? Number(m[2]) : base + Number(m[2]);
     if (base === null) base = ts;
     if (m[3] !== undefined) attempts = unescape(m[3]);
+    else if (m[1] === 'c' && /^-?[0-9]{1,14}$/.test(attempts)) attempts = String(Number(attempts) + 1);
     if (m[4] !== undefined) actor = unescape(m[4]);
     const entry = { ts, move, from: move === 'enqueue' ? '' : from, to, attempts, actor };
     if (m[5] !== undefined) entry.error = unescape(m[5]);

@@ -286,7 +286,10 @@ def main() -> None:
                     console.start()
                     try:
                         context = console.log_in(browser)
-                        pages += page_times(console, context, keyspace, queue, args.repeat)
+                        measured = page_times(console, context, keyspace, queue, args.repeat)
+                        for figure in measured:
+                            print(json.dumps(asdict(figure)), flush=True)
+                        pages += measured
                         for tabs in tab_counts:
                             for where in (["overview", "queue page"] if tabs else ["overview"]):
                                 if console.side == "before" and queues >= args.skip_baseline_tabs_over and tabs > 1:

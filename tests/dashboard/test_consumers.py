@@ -40,7 +40,8 @@ async def connect(path: str, cookie: bytes | None, origin: bytes = b"http://loca
     return communicator
 
 
-async def receive_until(communicator: WebsocketCommunicator, check: Callable[[str], bool], timeout: float = 3.0) -> str:
+async def receive_until(communicator: WebsocketCommunicator, check: Callable[[str], bool], timeout: float = 30.0) -> str:
+    # A bound for a message that must come, not a speed: a machine at load 30 takes seconds.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         message = await communicator.receive_from(timeout=deadline - time.monotonic())
@@ -52,7 +53,7 @@ async def receive_until(communicator: WebsocketCommunicator, check: Callable[[st
 async def test_an_anonymous_socket_is_closed_with_4401(console_mq: EchoMQ, stop_followers: None) -> None:
     communicator = await connect("/ws/overview/", None)
 
-    closed = await communicator.receive_output(timeout=2)
+    closed = await communicator.receive_output(timeout=30)
 
     assert closed == {"type": "websocket.close", "code": 4401}
 
@@ -70,7 +71,7 @@ async def test_a_bad_queue_name_closes_the_socket_with_4400(console_mq: EchoMQ, 
                                                             stop_followers: None) -> None:
     communicator = await connect("/ws/queue/?q=a%20b", viewer_cookie)
 
-    assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": 4400}
+    assert await communicator.receive_output(timeout=30) == {"type": "websocket.close", "code": 4400}
 
 
 async def test_the_overview_pushes_the_row_of_a_queue_whose_count_changed(console_mq: EchoMQ, viewer_cookie: bytes,
@@ -143,10 +144,9 @@ async def test_every_page_gets_the_banner_when_redis_stops_and_loses_it_when_it_
 
         server.stop()
         for page in pages:
-            await receive_until(page, lambda m: 'id="redis-status" class="banner bad" role="alert" hx-swap-oob' in m,
-                                timeout=2.0)
+            await receive_until(page, lambda m: 'id="redis-status" class="banner bad" role="alert" hx-swap-oob' in m)
         server.start()
         for page in pages:
-            await receive_until(page, lambda m: 'role="alert" hidden hx-swap-oob' in m, timeout=5.0)
+            await receive_until(page, lambda m: 'role="alert" hidden hx-swap-oob' in m)
     finally:
         server.cleanup()

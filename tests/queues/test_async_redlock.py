@@ -8,8 +8,13 @@ from queues.locks import AsyncRedlock, LockLost, LockNotAcquired, lock_clients
 from tests.support.redis_servers import RedisServer
 
 
+# A node that is up always votes here, however loaded the machine (the 50 ms default makes a slow node a
+# no-vote, which these tests do not test); a killed node still refuses at once.
+NODE_TIMEOUT_S = 5.0
+
+
 def _lock(urls: list[str], holder: str, **options: object) -> AsyncRedlock:
-    return AsyncRedlock(lock_clients(urls), "emq:lock:test", holder=holder, **options)  # type: ignore[arg-type]
+    return AsyncRedlock(lock_clients(urls, timeout_s=NODE_TIMEOUT_S), "emq:lock:test", holder=holder, **options)  # type: ignore[arg-type]
 
 
 async def test_an_async_lock_is_held_by_one_holder_at_a_time(five_urls: list[str]) -> None:

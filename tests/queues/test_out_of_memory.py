@@ -90,7 +90,8 @@ def test_no_job_whose_handler_returned_ok_ends_failed_under_memory_pressure(serv
         running.release()
         release.wait(30)
 
-    lease_ms = 1500
+    # Long enough that a heartbeat delayed by a loaded machine still lands in time; the refused window is 2.5 leases.
+    lease_ms = 4000
     worker = Worker(queue="q", handler=handler, url=server.url, concurrency=4, lease_ms=lease_ms, poll_ms=50)
     stop = asyncio.Event()
     loop = asyncio.new_event_loop()

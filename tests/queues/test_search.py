@@ -190,8 +190,10 @@ def test_a_cursor_whose_job_left_the_set_resumes_at_its_place(mq: EchoMQ, order:
 def test_a_step_looks_at_no_more_entries_than_its_budget(mq: EchoMQ) -> None:
     mq.enqueue_many("q", ["{}"] * 300)
 
-    first = mq.run(search_call("q", Query("pending", payload="nothing"), entries=100))
-    capped = mq.run(search_call("q", Query("pending", payload="{}"), matches=10))
+    # The largest time budget a step takes (100 ms): the bounds tested here are entries and matches, and a
+    # machine at load 20 can spend the default 2 ms before a step has looked at 100 entries.
+    first = mq.run(search_call("q", Query("pending", payload="nothing"), entries=100, budget_us=100_000))
+    capped = mq.run(search_call("q", Query("pending", payload="{}"), matches=10, budget_us=100_000))
 
     assert (first.looked_at, first.done, first.in_window) == (100, False, 300)
     assert (len(capped.matches), capped.looked_at, capped.done) == (10, 10, False)

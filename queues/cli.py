@@ -27,6 +27,7 @@ from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
+from .operator_moves import JOB_MOVES
 from .scripts import script
 from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
 from .visible import INVISIBLE, visible
@@ -344,17 +345,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error", default="")
     p.add_argument("--backoff-ms", type=int, default=DEFAULT_BACKOFF_MS)
 
-    for name, help_text in [("retry", "failed -> pending"), ("promote", "a delayed job becomes due now"),
-                            ("cancel", "pending or active -> failed (cancelled)"), ("delete", "remove a job")]:
-        p = command(name, cmd_operator, help_text)
-        job(p)
-        p.add_argument("--expect-state", help="the state you saw (the move refuses if the job moved on)")
+    for move in JOB_MOVES:
+        if move.name == "recover":
+            # Without an id it recovers every lapsed lease of the queue (the sweeper's move, by hand).
+            p = command("recover", cmd_recover, "recover every lapsed lease of a queue, or one job's")
+            p.add_argument("queue")
+            p.add_argument("id", nargs="?")
+        else:
+            p = command(move.name, cmd_operator, move.summary)
+            job(p)
+        p.add_argument("--expect-state", default=move.starts_from,
+                       help="the state you saw (the move refuses if the job moved on)")
         p.add_argument("--expect-attempts", help="the attempts you saw")
-    p = command("recover", cmd_recover, "recover every lapsed lease of a queue, or one job's")
-    p.add_argument("queue")
-    p.add_argument("id", nargs="?")
-    p.add_argument("--expect-state", default="active")
-    p.add_argument("--expect-attempts")
     command("retry-all", cmd_retry_all, "retry every failed job, in batches").add_argument("queue")
     p = command("workers", cmd_workers, "the live workers (of one queue, or of every registered queue)")
     p.add_argument("queue", nargs="?")

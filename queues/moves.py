@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from .errors import Duplicate, InvalidInput, NothingToClaim, Paused, Refused
-from .keys import QueueKeys, State, validate_job_id, validate_state
+from .keys import QueueKeys, validate_job_id, validate_state
+from .operator_moves import job_move
 
 T = TypeVar("T")
 
@@ -100,9 +101,7 @@ class MoveResult:
     attempts: str
 
     def describe(self) -> str:
-        past = {"retry": "retried", "recover": "recovered", "promote": "promoted",
-                "cancel": "cancelled", "delete": "deleted"}[self.move]
-        return f"{past}: job {self.id} is now {self.state} (attempts {self.attempts or 0})"
+        return f"{job_move(self.move).past}: job {self.id} is now {self.state} (attempts {self.attempts or 0})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,33 +327,26 @@ def release(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[
     return _lease_call("release", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
 
 
-_OPERATOR_MOVES: Final = {"retry", "recover", "promote", "cancel", "delete"}
-NATURAL_STATE: Final[dict[str, State]] = {
-    "retry": "failed", "recover": "active", "promote": "pending", "cancel": "pending", "delete": "pending",
-}
-
-
 def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | None = None,
                   expect_attempts: int | str | None = None, actor: str = "",
                   extra_attempts: int = 1) -> Call[MoveResult]:
-    """retry, recover, promote, cancel or delete one job, as compare-and-move.
+    """One of the moves on one job of :data:`queues.operator_moves.OPERATOR_MOVES`, as compare-and-move.
 
     The job must still be in ``expect_state`` (by default the state the move
     starts from; delete and cancel should always be told what was shown) and,
     when given, have ``expect_attempts``; otherwise :class:`Refused`.
     """
-    if move not in _OPERATOR_MOVES:
-        raise InvalidInput(f"unknown move {move!r}")
+    row = job_move(move)
     keys = QueueKeys(queue)
     job_id = validate_job_id(job_id)
-    state = expect_state if expect_state is not None else NATURAL_STATE[move]
-    if move != "delete":
+    state = expect_state if expect_state is not None else row.starts_from
+    if not row.odd_states:
         validate_state(state)
     elif not isinstance(state, str) or not state or len(state) > 64:
         raise InvalidInput("expected state must be a non-empty text")
     seen = "" if expect_attempts in (None, "") else str(_int(expect_attempts, "expected attempts", 0))
     args: list[Any] = [job_id, state, seen]
-    if move == "retry":
+    if row.extra_attempts:
         args.append(_int(extra_attempts, "extra_attempts", 1, MAX_TRIES))
     args.append(actor)
 
@@ -362,7 +354,7 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
         refused_whole(move, reply, job_id)
         return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]))
 
-    return Call(move, keys.script_keys(job_id), args, parse)
+    return Call(row.script, keys.script_keys(job_id), args, parse)
 
 
 def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int = 0) -> Call[BatchResult]:

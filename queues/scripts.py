@@ -25,6 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from .operator_moves import JOB_MOVES
+
 LUA_DIR: Final = Path(__file__).with_name("lua")
 _INCLUDE = re.compile(r"^--@include ([\w.]+)$", re.MULTILINE)
 _SHEBANG = re.compile(r"^#!lua( flags=[a-z-]+(,[a-z-]+)*)?\n")
@@ -32,7 +34,7 @@ _NAME = re.compile(r"(?:([A-Za-z_][\w.]*):)?(\w+)")
 
 MOVES: Final = (
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
-    "retry", "recover", "promote", "cancel", "delete",
+    *(move.script for move in JOB_MOVES),
     "recover_expired", "retry_failed", "purge",
     "pause", "resume", "register_worker", "unregister_worker", "group_failed",
 )

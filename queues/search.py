@@ -25,6 +25,7 @@ from .errors import EmqError, InvalidInput, Refused
 from .failures import validate_group
 from .keys import MAX_JOB_ID, QueueKeys, State, validate_queue_name, validate_state
 from .moves import Call, MoveResult, _text, operator_move
+from .operator_moves import JOB_MOVES
 
 Order = Literal["asc", "desc"]
 JsonKind = Literal["num", "str", "any", "bool", "null"]
@@ -634,10 +635,7 @@ def search(mq: Any, query: Query, queues: list[str], *, limits: Limits | None = 
 
 
 # Which state each move over a search starts from (a job found elsewhere is refused by the move itself).
-MATCH_MOVES: Final[dict[str, tuple[str, ...]]] = {
-    "retry": ("failed",), "cancel": ("pending", "active"), "promote": ("pending",),
-    "delete": ("pending", "active", "done", "failed"),
-}
+MATCH_MOVES: Final[dict[str, tuple[str, ...]]] = {move.name: move.applies_to for move in JOB_MOVES if move.over_search}
 MOVE_CHUNK: Final = 100
 
 

@@ -45,7 +45,9 @@ def record_refused(*, user: Any, data: Any, result: str, run_id: int | None = No
 
 
 def _known_action(text: object) -> str:
-    return text if isinstance(text, str) and text in AuditEntry.Action.values else AuditEntry.Action.UNKNOWN
+    if isinstance(text, str) and any(text == value for value, _ in AuditEntry.ACTIONS):
+        return text
+    return AuditEntry.Action.UNKNOWN
 
 
 def _valid_queue(text: object) -> str:

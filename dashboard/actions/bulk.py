@@ -16,6 +16,7 @@ from typing import Final
 
 from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
 from queues.keys import validate_job_id, validate_queue_name
+from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
 from queues.search import Limits, Query, Search, check_match_move, move_matches
 
 DEFAULT_LIMIT: Final = 200
@@ -23,13 +24,8 @@ SELECTION_CHUNK: Final = 100
 MAX_SELECTION: Final = 1000
 
 # Queue-wide actions: what the console calls them, and the state they start from.
-QUEUE_ACTIONS: Final[dict[str, str]] = {
-    "recover_all": "active",
-    "retry_all": "failed",
-    "purge_done": "done",
-    "purge_failed": "failed",
-}
-SELECTION_MOVES: Final = ("retry", "recover", "promote", "cancel", "delete")
+QUEUE_ACTIONS: Final[dict[str, str]] = dict(BATCH_MOVES)
+SELECTION_MOVES: Final = JOB_MOVE_NAMES
 
 
 @dataclass(frozen=True, slots=True)

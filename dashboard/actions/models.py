@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from queues.operator_moves import OPERATOR_MOVES
+
 # A run saves its progress every quarter second; a minute of silence means its process is gone.
 STALLED_AFTER: Final = timedelta(minutes=1)
 # The most characters of free text a row keeps; longer text ends with how much was cut.
@@ -46,22 +48,16 @@ class AuditEntry(models.Model):
         ERROR = "error", "error"
 
     class Action(models.TextChoices):
-        RETRY = "retry", "retry"
-        RECOVER = "recover", "recover"
-        PROMOTE = "promote", "promote"
-        CANCEL = "cancel", "cancel"
-        DELETE = "delete", "delete"
-        RECOVER_ALL = "recover_all", "recover every lapsed lease"
-        RETRY_ALL = "retry_all", "retry every failed job"
-        PURGE_DONE = "purge_done", "purge done jobs"
-        PURGE_FAILED = "purge_failed", "purge failed jobs"
-        PAUSE = "pause", "pause the queue"
-        RESUME = "resume", "resume the queue"
+        """What the log records besides the operator moves (whose names and labels are in their table)."""
+
         CANCEL_RUN = "cancel_run", "cancel a bulk run"
         PLACE_ORDER = "place_order", "place an order"
         LOGIN = "login", "log in"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
+
+    # Every action the log may hold, and its label: the operator moves (queues.operator_moves), then the rest.
+    ACTIONS: Final[list[tuple[str, str]]] = [(move.name, move.label) for move in OPERATOR_MOVES] + Action.choices
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -72,7 +68,7 @@ class AuditEntry(models.Model):
     # Kept as text too, so the log still says who after the account is deleted.
     username = models.CharField(max_length=150, db_index=True)
     queue = models.CharField(max_length=128, db_index=True)
-    action = models.CharField(max_length=16, choices=Action.choices, db_index=True)
+    action = models.CharField(max_length=16, choices=ACTIONS, db_index=True)
     scope = models.CharField(max_length=16, choices=Scope.choices)
     # The jobs acted on, each as the page showed it: {"id", "state", "attempts"}.
     jobs = models.JSONField(default=list, blank=True)
@@ -169,7 +165,7 @@ class Confirmation(models.Model):
 
     nonce = models.CharField(max_length=32, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="confirmations")
-    action = models.CharField(max_length=16, choices=AuditEntry.Action.choices)
+    action = models.CharField(max_length=16, choices=AuditEntry.ACTIONS)
     queue = models.CharField(max_length=128)
     digest = models.CharField(max_length=64)
     # How many jobs the confirmation said it would touch, when it was asked.

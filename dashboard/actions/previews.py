@@ -14,6 +14,7 @@ from typing import Final
 from dashboard.services import emq
 from dashboard.templatetags.console import duration
 from queues import InvalidInput, validate_job_id, validate_queue_name
+from queues.operator_moves import BY_NAME, JOB_MOVES, job_move
 from queues.search import Query, check_match_move
 
 from .bulk import QUEUE_ACTIONS, Selected
@@ -50,12 +51,14 @@ def _jobs(n: int) -> str:
 
 
 def job_needs_confirmation(move: str, shown_state: str) -> bool:
-    """Delete always asks; cancel asks when it would stop a running job."""
-    return move == "delete" or (move == "cancel" and shown_state == "active")
+    """As the table says: delete always asks; cancel asks when it would stop a running job."""
+    row = BY_NAME.get(move)
+    return row is not None and row.scope == "job" and row.asks_for(shown_state)
 
 
 def selection_needs_confirmation(move: str, count: int) -> bool:
-    return move in ("delete", "cancel") or count > LARGE_SELECTION
+    row = BY_NAME.get(move)
+    return (row is not None and bool(row.asks_first)) or count > LARGE_SELECTION
 
 
 def job_proposal(*, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> Proposal:
@@ -81,22 +84,15 @@ def job_preview(*, move: str, queue: str, job_id: str, expect_state: str, expect
     proposal = job_proposal(move=move, queue=queue, job_id=job_id, expect_state=expect_state,
                             expect_attempts=expect_attempts)
     shown = f"({expect_state or 'no state'}, attempts {expect_attempts or '0'})"
-    if move == "delete":
-        return Preview(proposal, 1, f"Delete job {job_id} {shown} from", "?", "This cannot be undone.",
-                       "Yes, delete it", "Keep it")
-    return Preview(proposal, 1, f"Cancel running job {job_id} {shown} of", "?",
-                   "It moves to failed with the reason “cancelled”; its worker is refused when it next reports.",
-                   "Yes, cancel it", "Let it run")
+    question, warning, yes, keep = job_move(move).ask_one
+    return Preview(proposal, 1, question.format(job=job_id, shown=shown), "?", warning, yes, keep)
 
 
 def selection_preview(*, move: str, queue: str, selected: list[Selected]) -> Preview:
     proposal = selection_proposal(move=move, queue=queue, selected=selected)
     n = len(selected)
-    verb = {"retry": "Retry", "recover": "Recover", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}[move]
-    warning = {
-        "delete": "This cannot be undone.",
-        "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
-    }.get(move, "Each moves only if it is still as the page showed it.")
+    row = job_move(move)
+    verb, warning = row.verb, row.warning or "Each moves only if it is still as the page showed it."
     return Preview(proposal, n, f"{verb} {_jobs(n)} ticked in", "?",
                    warning + " A ticked job that has moved on since is skipped.",
                    f"Yes, {verb.lower()} {_jobs(n)}", "Keep them", tuple(s.id for s in selected[:LISTED]))
@@ -130,11 +126,8 @@ def queue_preview(*, action: str, queue: str, older_than_ms: int) -> Preview:
                    nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.")
 
 
-_SEARCH_VERBS: Final = {"retry": "Retry", "promote": "Promote", "cancel": "Cancel", "delete": "Delete"}
-_SEARCH_WARNINGS: Final = {
-    "delete": "This cannot be undone.",
-    "cancel": "They move to failed with the reason “cancelled”; running ones' workers are refused when they report.",
-}
+_SEARCH_VERBS: Final = {move.name: move.verb for move in JOB_MOVES if move.over_search}
+_SEARCH_WARNINGS: Final = {move.name: move.warning for move in JOB_MOVES if move.warning}
 
 
 def search_proposal(*, move: str, queue: str, query: Query, at_most: int) -> Proposal:

@@ -14,14 +14,13 @@ from django.utils import timezone
 
 from dashboard.services import emq
 from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
+from queues.operator_moves import JOB_MOVE_NAMES
 from queues.search import Query
 
 from . import access, runner
 from .audit import record_refused as record_refused  # the views record refusals through here
 from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, search_steps, search_steps_many, selection_steps
 from .models import AuditEntry
-
-JOB_MOVES = ("retry", "recover", "promote", "cancel", "delete")
 
 
 def actor_for(user: Any) -> str:
@@ -47,7 +46,7 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
     Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
     """
     check_access(user=user, queue=queue)
-    if move not in JOB_MOVES:
+    if move not in JOB_MOVE_NAMES:
         raise InvalidInput(f"unknown action {move!r}")
     if not expect_state:
         raise InvalidInput("the state the page showed is required")

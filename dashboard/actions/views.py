@@ -243,7 +243,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     query = urlencode({k: v for k, v in filters.items() if v})
     context = {
         "page": page, "filters": filters, "query": query,
-        "actions": AuditEntry.Action.choices, "outcomes": AuditEntry.Outcome.choices,
+        "actions": AuditEntry.ACTIONS, "outcomes": AuditEntry.Outcome.choices,
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }

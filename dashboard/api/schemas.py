@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ninja import Schema
 from pydantic import Field
+
+from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
 
 # What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
 QUEUE_PATTERN = r"^[^{}:\x00-\x20\x7f]+$"
@@ -128,10 +130,19 @@ CONFIRMATION_HELP = ("The token a 428 answer gave for exactly this action: destr
                      "when it is sent back (within its lifetime, once)")
 
 
+# Read from the table of operator moves (for the checker, any text: it cannot read a Literal off a tuple).
+if TYPE_CHECKING:
+    JobMoveName = str
+    BatchMoveName = str
+else:
+    JobMoveName = Literal[JOB_MOVE_NAMES]
+    BatchMoveName = Literal[tuple(BATCH_MOVES)]
+
+
 class JobActionIn(Schema):
     queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
     id: str = Field(pattern=JOB_ID_PATTERN, max_length=256)
-    move: Literal["retry", "recover", "promote", "cancel", "delete"]
+    move: JobMoveName
     expect_state: str = Field(description="The state you saw: the move is refused if the job moved on")
     expect_attempts: str = Field("", description="The attempts you saw ('' for any)")
     confirmation: str = Field("", description=CONFIRMATION_HELP)
@@ -149,7 +160,7 @@ class ConfirmationOut(Schema):
 
 class QueueActionIn(Schema):
     queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
-    action: Literal["recover_all", "retry_all", "purge_done", "purge_failed"]
+    action: BatchMoveName
     older_than_ms: int = Field(0, ge=0, le=10 ** 12, description="Purge only: jobs finished longer ago than this")
     confirmation: str = Field("", description=CONFIRMATION_HELP)
 
@@ -168,7 +179,7 @@ class SeenJobIn(Schema):
 
 class SelectionActionIn(Schema):
     queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
-    move: Literal["retry", "recover", "promote", "cancel", "delete"]
+    move: JobMoveName
     jobs: list[SeenJobIn] = Field(min_length=1, max_length=1000, description="Each job as you saw it")
     confirmation: str = Field("", description=CONFIRMATION_HELP)
 

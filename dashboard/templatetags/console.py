@@ -3,6 +3,7 @@ from the keyspace."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -12,8 +13,27 @@ from django.utils.safestring import SafeString
 
 from queues.visible import has_invisible, visible as visible_text
 
+from queues.operator_moves import JOB_MOVES
+
 register = template.Library()
 ESCAPED_TITLE = "holds invisible or bidi characters, shown here as escapes"
+
+
+@dataclass(frozen=True, slots=True)
+class MoveButton:
+    move: str
+    verb: str
+    title: str
+    css_class: str
+
+
+@register.simple_tag
+def move_buttons(state: str, delayed: bool = True, lapsed: bool = True) -> list[MoveButton]:
+    """The buttons of the moves offered for a job shown in ``state``, read from the table of operator moves
+    (``delayed``: a pending job due later; ``lapsed``: an active job whose lease has lapsed)."""
+    return [MoveButton(move.name, move.verb, move.summary + ("; asks to confirm" if move.always_asks else ""),
+                       "danger" if move.always_asks else "quiet" if move.quiet_unless == "lapsed" and not lapsed else "")
+            for move in JOB_MOVES if move.offered(state, delayed=delayed)]
 
 
 @register.filter

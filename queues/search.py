@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
@@ -588,18 +588,6 @@ class Search:
             call = self.next_call()
             try:
                 result: Slice | Exception = mq.run(call)
-            except InvalidInput:
-                raise
-            except Exception as error:  # one queue unreadable: feed records it
-                result = error
-            yield self.feed(result)
-
-    async def steps_async(self, run: Callable[[Call[Slice]], Awaitable[Slice]]) -> AsyncIterator[Step]:
-        """The same steps with an asyncio client: ``run`` is, say, :meth:`~queues.AsyncEchoMQ.run`."""
-        while not self.finished:
-            call = self.next_call()
-            try:
-                result: Slice | Exception = await run(call)
             except InvalidInput:
                 raise
             except Exception as error:  # one queue unreadable: feed records it

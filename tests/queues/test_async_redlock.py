@@ -7,7 +7,6 @@ import pytest
 from queues.locks import AsyncRedlock, LockLost, LockNotAcquired, lock_clients
 from tests.support.redis_servers import RedisServer
 
-
 # A node that is up always votes here, however loaded the machine (the 50 ms default makes a slow node a
 # no-vote, which these tests do not test); a killed node still refuses at once.
 NODE_TIMEOUT_S = 5.0

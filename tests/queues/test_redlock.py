@@ -9,7 +9,6 @@ from queues.locks import DRIFT_FACTOR, DRIFT_FLOOR_MS, LockLost, LockNotAcquired
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until
 
-
 # A node that is up always votes here, however loaded the machine (the 50 ms default makes a slow node a
 # no-vote, which these tests do not test); a killed node still refuses at once.
 NODE_TIMEOUT_S = 5.0

@@ -11,9 +11,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
-from queues.visible import has_invisible, visible as visible_text
-
 from queues.operator_moves import JOB_MOVES
+from queues.visible import has_invisible, visible as visible_text
 
 register = template.Library()
 ESCAPED_TITLE = "holds invisible or bidi characters, shown here as escapes"

@@ -25,7 +25,8 @@ from queues import EmqError, InvalidInput, validate_job_id, validate_queue_name
 from queues.follower import Follower, Subscription
 
 from . import presenters
-from .live import JobPage, LivePage, OverviewPage, QueuePage
+from .census import census_pass
+from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
 from .services import redis_url
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         except InvalidInput:
             await self.close(code=BAD_REQUEST)
             return
-        self.follower = await Follower.shared(redis_url())
+        self.follower = await Follower.shared(redis_url(), poll_interval_s=float(settings.EMQ_LIVE_SAFETY_POLL_S))
         self.subscription = self.follower.subscribe(self.page.queues)
         self.pusher = asyncio.create_task(self._push())
         self.watcher = watch_user(self)
@@ -149,9 +150,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
             return []
 
     async def _send_all(self, messages: list[str]) -> None:
+        if self.subscription is not None:
+            # A page that pages, sorts or filters anew shows other queues: the follower reads those now.
+            self.subscription.watch(self.page.queues)
         for message in messages:
-            if message:
-                await self.send(text_data=message)
+            if not message:
+                continue
+            if len(message.encode()) > MESSAGE_MAX_BYTES:
+                # Never sent: the fragments are bounded by construction, so this is a bug to hear of,
+                # and the page keeps what it shows rather than lose its socket to the frame limit.
+                log.error("a live message of %d bytes was not sent (at most %d): %.200s",
+                          len(message.encode()), MESSAGE_MAX_BYTES, message)
+                continue
+            await self.send(text_data=message)
 
 
 class UnknownPathConsumer(AsyncWebsocketConsumer):
@@ -168,7 +179,7 @@ class OverviewConsumer(LiveConsumer):
     MESSAGE_TYPES = ("filter",)
 
     def make_page(self, query: dict[str, str]) -> LivePage:
-        return OverviewPage(query.get("filter", ""))
+        return OverviewPage(presenters.OverviewQuery.from_query(query), census_pass())
 
 
 class QueueConsumer(LiveConsumer):

@@ -19,9 +19,14 @@ from queues.follower import Follower, Update
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
+from .census import CensusPass
 
-# The longest overview filter a page may set (a queue name is at most this long too).
-FILTER_MAX = 128
+MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
+FILTER_MAX = presenters.FILTER_MAX
+
+
+class Unreadable(EmqError):
+    """A queue's last read failed, in words the follower or the census kept."""
 
 
 def _render(template: str, context: dict[str, Any]) -> str:
@@ -57,58 +62,90 @@ class LivePage(ABC):
 
 
 class OverviewPage(LivePage):
-    queues = None
+    """One page of the overview: the queues its filter, sort and offset pick from the census, read live."""
 
-    def __init__(self, name_filter: str = "") -> None:
-        self.shown: set[str] = set()
-        self.filter = name_filter.strip()[:FILTER_MAX]
-
-    def _names(self, follower: Follower) -> list[str]:
-        names = list(follower.registered) or sorted(follower.stats)
-        return presenters.filter_names(names, self.filter)
+    def __init__(self, query: presenters.OverviewQuery, census: CensusPass) -> None:
+        self.query = query
+        self.census = census
+        self.queues = frozenset()
+        # The names the page's slice held at the last table sent (before the byte budget cut it).
+        self.window: list[str] | None = None
+        # Each row's HTML as the page last got it: a push sends only the rows that differ.
+        self.sent: dict[str, str] = {}
+        self.budget = 0
+        # The next table answers the operator's own filter: the page shows it at once, pointer or not.
+        self.asked = False
 
     def hear(self, message: dict[str, Any]) -> bool:
         """The operator typed in the filter box: the table is sent again, filtered as the URL says."""
         text = message.get("filter")
-        if not isinstance(text, str) or text.strip()[:FILTER_MAX] == self.filter:
+        if not isinstance(text, str) or text.strip()[:FILTER_MAX] == self.query.filter:
             return False
-        self.filter = text.strip()[:FILTER_MAX]
+        self.query = self.query.with_filter(text)
+        self.asked = True
         return True
 
+    def _window(self) -> tuple[list[str], int]:
+        names = self.census.census.select(self.query.filter, self.query.sort, self.query.descending)
+        return names[self.query.offset:self.query.offset + self.query.limit], len(names)
+
     def _rows(self, follower: Follower, names: list[str]) -> list[presenters.QueueRow]:
-        results: list[QueueStats | Exception] = [
-            follower.stats.get(n) or RuntimeError(follower.errors.get(n, "not read yet")) for n in names]
+        readings = self.census.census.readings(names)
+        results: list[QueueStats | Exception | None] = []
+        for name in names:
+            # The fresher of the follower's reading (the page's own queues) and the census's.
+            census = readings.get(name)
+            candidates = [s for s in (follower.stats.get(name), census) if isinstance(s, QueueStats)]
+            error = follower.errors.get(name) or (census if isinstance(census, str) else "")
+            if candidates:
+                results.append(max(candidates, key=lambda s: s.now_ms))
+            else:
+                results.append(Unreadable(error) if error else None)
         return presenters.queue_rows(names, results, follower.locations if follower.cluster else {},
                                      follower.throughput, follower.now_ms)
 
     def _summary(self, follower: Follower) -> str:
-        rows = self._rows(follower, self._names(follower))
         chart = presenters.spark_for(follower.throughput, None, follower.now_ms, width=600, height=48)
-        return _render("dashboard/_overview_summary.html", {"totals": presenters.totals(rows, chart)})
+        return _render("dashboard/_overview_summary.html",
+                       {"totals": presenters.totals(self.census.census.totals(), chart)})
 
-    def _table(self, follower: Follower) -> str:
-        names = self._names(follower)
-        self.shown = set(names)
-        rows = self._rows(follower, names)
-        return _render("dashboard/_overview_rows.html",
-                       {"rows": rows, "rows_html": row_html.overview_rows(rows, cluster=follower.cluster),
-                        "filter": self.filter})
+    def _table(self, follower: Follower, names: list[str], total: int,
+               rows: list[presenters.QueueRow] | None = None) -> str:
+        self.window = names
+        context = row_html.overview_table_context(self.query, total, rows or self._rows(follower, names),
+                                                  cluster=follower.cluster)
+        shown: list[presenters.QueueRow] = context["rows"]  # type: ignore[assignment]
+        self.budget = int(context["rows_budget"])  # type: ignore[call-overload]
+        self.queues = frozenset(row.name for row in shown)
+        self.sent = {row.name: row_html.overview_row(row, cluster=follower.cluster) for row in shown}
+        context["asked"], self.asked = self.asked, False
+        return _render("dashboard/_overview_table.html", context)
 
     async def full(self, follower: Follower) -> list[str]:
-        return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower)]
+        self.census.wanted()
+        self.stale = self.census.census.names is None
+        names, total = self._window()
+        return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower, names, total)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
+        self.census.wanted()
+        if update.stats:
+            self.census.census.absorb_many(list(update.stats), list(update.stats.values()))
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(follower)]
-        names = set(presenters.filter_names(list(update.stats), self.filter))
-        if update.tick:
-            names.update(presenters.filter_names(list(follower.throughput.busy(follower.now_ms)), self.filter))
-        added = presenters.filter_names(list(update.queues_added), self.filter)
-        if update.up is True or any(n not in self.shown for n in names | set(added)):
-            messages.append(self._table(follower))
-        elif names:
-            rows = self._rows(follower, sorted(names & self.shown))
+        names, total = self._window()
+        rows = self._rows(follower, names)
+        html = [row_html.overview_row(row, cluster=follower.cluster) for row in rows]
+        fitted = row_html.rows_that_fit(html, self.budget)
+        if self.stale or update.up is True or names != self.window or fitted != len(self.sent):
+            # Other queues, another order, or rows that grew past the page's byte budget: the whole table.
+            self.stale = self.census.census.names is None
+            messages.append(self._table(follower, names, total, rows))
+            return messages
+        differ = [row for row, text in zip(rows[:fitted], html) if text != self.sent.get(row.name)]
+        if differ:
+            self.sent.update((row.name, text) for row, text in zip(rows[:fitted], html))
             # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
-            messages.append(row_html.overview_rows(rows, cluster=follower.cluster, oob=True))
+            messages.append(row_html.overview_rows(differ, cluster=follower.cluster, oob=True))
         return messages
 
 

@@ -11,9 +11,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypedDict
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from queues import STATES, EmqError, InvalidInput
+from queues.census import SORTS, CensusTotals
+from queues.census import filter_names as filter_names
 from queues.cluster import QueueLocation
 from queues.follower import Throughput
 from queues.moves import digits
@@ -101,11 +103,14 @@ class QueueRow:
         return dom_id("q", self.name)
 
 
-def queue_rows(names: Sequence[str], results: Sequence[QueueStats | Exception],
+def queue_rows(names: Sequence[str], results: Sequence[QueueStats | Exception | None],
                locations: Mapping[str, QueueLocation], throughput: Throughput | None, now_ms: int) -> list[QueueRow]:
+    """A row per queue; a result of None: not read yet (a queue the page shows a moment before its read)."""
     rows = []
     for name, result in zip(names, results):
-        if isinstance(result, QueueStats):
+        if result is None:
+            rows.append(QueueRow(name, None, "", locations.get(name)))
+        elif isinstance(result, QueueStats):
             rows.append(QueueRow(name, result, "", locations.get(name), spark_for(throughput, name, now_ms)))
         else:
             rows.append(QueueRow(name, None, _describe(result), locations.get(name)))
@@ -125,21 +130,151 @@ class Totals:
     lapsed: int
     unavailable: int
     spark: Spark | None
+    # How many queues the sums cover (the rest are not read yet), and how old their oldest reading is.
+    read: int = 0
+    age_s: float | None = None
+    last_pass_s: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.read >= self.queues
 
 
-def totals(rows: Sequence[QueueRow], spark: Spark | None) -> Totals:
-    counts: dict[str, int] = dict.fromkeys(STATES, 0)
-    due = delayed = lapsed = unavailable = 0
-    for row in rows:
-        if row.stats is None:
-            unavailable += 1
-            continue
-        for state in STATES:
-            counts[state] += row.stats.counts[state]
-        due += row.stats.due
-        delayed += row.stats.delayed
-        lapsed += row.stats.lapsed
-    return Totals(len(rows), counts, due, delayed, lapsed, unavailable, spark)
+def totals(census: CensusTotals, spark: Spark | None) -> Totals:
+    """The overview's totals: every registered queue, as the background census last read it."""
+    counts = {"pending": census.pending, "active": census.active, "done": census.done, "failed": census.failed}
+    return Totals(census.queues, counts, census.due, census.delayed, census.lapsed, census.unreadable, spark,
+                  census.read, census.age_s(), census.last_pass_s)
+
+
+# No message a live page sends is longer (daphne refuses over 1 MiB; a page must never depend on one that
+# would be): the fragments are bounded by construction (rows.overview_table_context, rows.job_rows).
+MESSAGE_MAX_BYTES: Final = 64 * 1024
+OVERVIEW_SIZES: Final = (20, 50, 100)
+OVERVIEW_DEFAULT_SIZE: Final = 50
+# The longest overview filter a page may set (a queue name is at most this long too).
+FILTER_MAX: Final = 128
+SORT_LABELS: Final = {"name": "name", "failed": "failed jobs", "due": "due backlog", "oldest": "oldest due wait",
+                      "lapsed": "lapsed leases"}
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewQuery:
+    """Which slice of the queues the overview shows: a filter, a sort and its direction, an offset, a size."""
+
+    filter: str = ""
+    sort: str = "name"
+    descending: bool = False
+    offset: int = 0
+    limit: int = OVERVIEW_DEFAULT_SIZE
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> OverviewQuery:
+        sort = query.get("sort", "name")
+        sort = sort if sort in SORTS else "name"
+        order = query.get("order", "")
+        descending = order == "desc" if order in ("asc", "desc") else SORTS[sort] == "desc"
+        offset_text, limit_text = query.get("offset", ""), query.get("limit", "")
+        offset = int(offset_text) if offset_text.isdigit() and len(offset_text) < 10 else 0
+        limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 5 else OVERVIEW_DEFAULT_SIZE
+        limit = limit if limit in OVERVIEW_SIZES else OVERVIEW_DEFAULT_SIZE
+        return cls(query.get("filter", "").strip()[:FILTER_MAX], sort, descending, offset, limit)
+
+    def with_filter(self, text: str) -> OverviewQuery:
+        """The same sort and size with another filter, from the first row (the old offset means nothing now)."""
+        return OverviewQuery(text.strip()[:FILTER_MAX], self.sort, self.descending, 0, self.limit)
+
+    def query(self, **changes: object) -> str:
+        """The URL query for this slice with ``changes`` (filter, sort, order, offset, limit); defaults left out."""
+        params: dict[str, object] = {"filter": self.filter, "sort": self.sort,
+                                     "order": "desc" if self.descending else "asc", "offset": self.offset,
+                                     "limit": self.limit}
+        params.update(changes)
+        sort = str(params["sort"])
+        if sort == "name":
+            params["sort"] = None
+        if params["order"] == SORTS.get(sort, "asc"):
+            params["order"] = None
+        if params["offset"] in (0, "0"):
+            params["offset"] = None
+        if params["limit"] == OVERVIEW_DEFAULT_SIZE:
+            params["limit"] = None
+        return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+    def sort_query(self, sort: str) -> str:
+        """The link of a column's heading: its sort from the first row; again on the sorted column, reversed."""
+        if sort == self.sort:
+            return self.query(order="asc" if self.descending else "desc", offset=0)
+        return self.query(sort=sort, order=SORTS[sort], offset=0)
+
+    @property
+    def kept_fields(self) -> list[tuple[str, str]]:
+        """What the filter box's form sends beside the filter: the sort, its direction and the size."""
+        return parse_qsl(self.query(filter="", offset=0))
+
+    @property
+    def sort_label(self) -> str:
+        if self.sort == "name":
+            return "by name, " + ("Z to A" if self.descending else "A to Z")
+        if self.sort == "oldest":
+            return "by oldest due wait, " + ("longest first" if self.descending else "shortest first")
+        return f"by {SORT_LABELS[self.sort]}, " + ("most first" if self.descending else "fewest first")
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewPager:
+    """Where the overview's page sits among the queues its filter keeps (``shown`` rows from ``offset``)."""
+
+    query: OverviewQuery
+    total: int
+    shown: int
+
+    @property
+    def first_position(self) -> int:
+        return self.query.offset + 1 if self.shown else 0
+
+    @property
+    def last_position(self) -> int:
+        return self.query.offset + self.shown
+
+    @property
+    def previous_query(self) -> str | None:
+        if self.query.offset <= 0:
+            return None
+        return self.query.query(offset=max(self.query.offset - self.query.limit, 0))
+
+    @property
+    def next_query(self) -> str | None:
+        if self.last_position >= self.total or not self.shown:
+            return None
+        return self.query.query(offset=self.last_position)
+
+    @property
+    def first_query(self) -> str:
+        return self.query.query(offset=0)
+
+    @property
+    def last_query(self) -> str | None:
+        if self.last_position >= self.total:
+            return None
+        return self.query.query(offset=max(self.total - self.query.limit, 0))
+
+    @property
+    def sorts(self) -> dict[str, SortLink]:
+        """Per column the overview sorts by: its heading's link and what it says of the order now."""
+        links = {}
+        for sort in SORTS:
+            here = sort == self.query.sort
+            aria = ("descending" if self.query.descending else "ascending") if here else "none"
+            links[sort] = SortLink(self.query.sort_query(sort), aria, ("↓" if self.query.descending else "↑") if here else "")
+        return links
+
+
+@dataclass(frozen=True, slots=True)
+class SortLink:
+    query: str
+    aria: str
+    arrow: str
 
 
 class PageWhere(TypedDict, total=False):
@@ -378,9 +513,3 @@ def job_detail(view: JobView, history: list[Event], *, history_error: str = "", 
         time_ms = digits(text) if name in TIME_FIELDS else None
         optional.append(FieldLine(name, text, time_ms))
     return JobDetail(view, list(reversed(history)), history_error, full_payload, core, optional)
-
-
-def filter_names(names: list[str], name_filter: str) -> list[str]:
-    """The queue names the overview's filter keeps (a case-blind substring), in their order."""
-    needle = name_filter.strip().lower()
-    return [n for n in names if needle in n.lower()] if needle else list(names)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from urllib.parse import quote
 
 from django.template import Context, Template
-from django.template.loader import get_template
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from queues.follower import Throughput
 from queues.reads import Page, QueueStats
 
-from .presenters import JobLine, QueueRow, Window, queue_context
+from .presenters import MESSAGE_MAX_BYTES, JobLine, OverviewPager, OverviewQuery, QueueRow, Window, queue_context
 from .templatetags.console import duration, server_time, visible, visible_plain
 
 
@@ -51,6 +51,8 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
             out.append(f'<td><span data-since="{s.oldest_due_ms}">{duration(s.oldest_due_age_ms)} ago</span></td>')
         else:
             out.append('<td><span class="muted">—</span></td>')
+    elif not row.error:
+        out.append('<td colspan="7" class="muted">reading…</td>')
     else:
         out.append(f'<td colspan="7" class="error-text">unreadable: {visible(row.error)}</td>')
     spark = row.spark
@@ -70,6 +72,48 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
 def overview_rows(rows: Iterable[QueueRow], *, cluster: bool, oob: bool = False) -> SafeString:
     queue_url = reverse("queue")
     return mark_safe("".join(overview_row(row, cluster=cluster, oob=oob, queue_url=queue_url) for row in rows))
+
+
+# Room left in a table's message beside its rows and the rest of its fragment: the pager's numbers
+# change with the rows that fit.
+MESSAGE_MARGIN_BYTES = 1024
+
+
+def overview_rows_bounded(rows: list[QueueRow], *, cluster: bool, budget: int) -> tuple[SafeString, int]:
+    """The rows that fit in ``budget`` bytes (at least one), and how many they are."""
+    queue_url = reverse("queue")
+    html = [overview_row(row, cluster=cluster, queue_url=queue_url) for row in rows]
+    fitted = rows_that_fit(html, budget)
+    return mark_safe("".join(html[:fitted])), fitted
+
+
+def rows_that_fit(html: list[str], budget: int) -> int:
+    """How many of these rows, from the first, fit in ``budget`` bytes (at least one)."""
+    used = 0
+    for n, row in enumerate(html):
+        used += len(row.encode())
+        if n and used > budget:
+            return n
+    return len(html)
+
+
+def overview_table_context(query: OverviewQuery, total: int, rows: list[QueueRow], *,
+                           cluster: bool) -> dict[str, object]:
+    """What the overview's table fragment shows: the rows that fit in one live message beside the rest of
+    the fragment (its headings, pager and links, measured here), the pager and the sort links.
+
+    So the page the browser first gets and every push of its table stay within MESSAGE_MAX_BYTES whatever
+    the queue names, pause reasons and filter hold; the pager goes on from the first row left out.
+    """
+    context: dict[str, object] = {"rows": [], "rows_html": "", "pager": OverviewPager(query, total, len(rows)),
+                                  "query": query, "filter": query.filter, "cluster": cluster, "oob": True}
+    around = len(render_to_string("dashboard/_overview_table.html", context).encode())
+    budget = MESSAGE_MAX_BYTES - around - MESSAGE_MARGIN_BYTES
+    rows_html, fitted = overview_rows_bounded(rows, cluster=cluster, budget=budget)
+    shown = rows[:fitted]
+    context.update(rows=shown, rows_html=rows_html, pager=OverviewPager(query, total, len(shown)),
+                   rows_budget=budget, oob=False)
+    return context
 
 
 def _when(line: JobLine) -> str:

@@ -277,3 +277,11 @@ EMQ_METRICS_ALLOW = [a.strip() for a in os.environ.get("EMQ_METRICS_ALLOW", "127
                      if a.strip()]
 EMQ_METRICS_INTERVAL_S = float(os.environ.get("EMQ_METRICS_INTERVAL_S", "10"))
 EMQ_METRICS_QUEUES_PER_S = float(os.environ.get("EMQ_METRICS_QUEUES_PER_S", "2000"))
+
+# The overview's census (dashboard/census.py): every queue's counts, read in the background by each
+# console process at most EMQ_CENSUS_CALLS_PER_S scripts a second, a pass at most every EMQ_CENSUS_PASS_S.
+# Live pages read the queues they show when the follower knows of a change, and all of them every
+# EMQ_LIVE_SAFETY_POLL_S (a writer that emits no event).
+EMQ_CENSUS_CALLS_PER_S = _number("EMQ_CENSUS_CALLS_PER_S", 200, minimum=1)
+EMQ_CENSUS_PASS_S = _number("EMQ_CENSUS_PASS_S", 5, minimum=0.1)
+EMQ_LIVE_SAFETY_POLL_S = _number("EMQ_LIVE_SAFETY_POLL_S", 5, minimum=0.1)

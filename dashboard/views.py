@@ -17,9 +17,11 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
+from queues.census import Census
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
+from .census import census_pass
 from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
@@ -39,19 +41,31 @@ def _wants_fragment(request: HtmxHttpRequest, target: str) -> bool:
     return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
 
 
+def overview_window(census: Census, query: presenters.OverviewQuery) -> tuple[list[str], int]:
+    """The names of the queues the overview's page shows, from the census's order, and how many match."""
+    names = census.select(query.filter, query.sort, query.descending)
+    return names[query.offset:query.offset + query.limit], len(names)
+
+
 @require_GET
 @login_required
 def overview(request: HtmxHttpRequest) -> HttpResponse:
-    name_filter = request.GET.get("filter", "").strip()
-    context: dict[str, Any] = {"filter": name_filter, "rows": [], "now_ms": 0, "sweeper": sweeper_status()}
+    query = presenters.OverviewQuery.from_query(request.GET)
+    background = census_pass()
+    background.wanted()
+    census = background.census
+    context: dict[str, Any] = {"filter": query.filter, "query": query, "rows": [], "now_ms": 0,
+                               "sweeper": sweeper_status(), "live_query": query.query()}
     try:
-        known = read(lambda mq: mq.known_queues())
-        names = known.names
-        names = presenters.filter_names(names, name_filter)
+        # The registry's size (SCARD, O(1)) says whether its names must be read again: a queue made a
+        # moment ago is on the page the operator opens now.
+        read(lambda mq: census.refresh_names(mq, force=False))
+        names, total = overview_window(census, query)
         results = read(lambda mq: mq.stats_many(names)) if names else []
         mq = emq()
     except Unavailable as error:
         return _unavailable(request, "dashboard/overview.html", error, context)
+    census.absorb_many(names, results)
     now_ms = max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0)
     follower = live_follower()
     throughput = follower.throughput if follower else None
@@ -59,11 +73,13 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     locations = {n: mq.location(n) for n in names} if cluster else {}
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
-    context.update(rows=rows, rows_html=row_html.overview_rows(rows, cluster=cluster), queues_stale=known.stale,
-                   odd_registry=known.odd,
-                   totals=presenters.totals(rows, chart), cluster=cluster, now_ms=now_ms)
+    context.update(row_html.overview_table_context(query, total, rows, cluster=cluster))
+    context.update(queues_stale=census.names_error, odd_registry=census.names_odd,
+                   totals=presenters.totals(census.totals(), chart), now_ms=now_ms)
     if _wants_fragment(request, "overview-rows"):
         return render(request, "dashboard/_overview_rows.html", context)
+    if _wants_fragment(request, "overview-table"):
+        return render(request, "dashboard/_overview_table.html", context)
     return render(request, "dashboard/overview.html", context)
 
 

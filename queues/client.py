@@ -279,6 +279,7 @@ class EchoMQ:
                 self._refresh_slots()
             raise _translate(calls[0], error) from error
         results: list[Any] = []
+        registers: list[str] = []
         for call, reply in zip(calls, replies):
             if isinstance(reply, _NOT_RUN):
                 # The script did not run (not cached, or the slot lives elsewhere
@@ -292,10 +293,20 @@ class EchoMQ:
                 if isinstance(reply, Exception):
                     raise reply
                 results.append(call.parse(reply))
-                if call.registers:
-                    self._register(call.registers)
+                if call.registers and call.registers not in self._registered:
+                    registers.append(call.registers)
             except Exception as error:
                 results.append(_translate(call, error))
+        if registers:
+            # One SADD for the batch, not one round trip per queue; when it fails, the calls that
+            # needed it say so (as one SADD each did before).
+            try:
+                self.redis.sadd(QUEUE_REGISTRY, *dict.fromkeys(registers))
+                self._registered.update(registers)
+            except Exception as error:
+                failed = set(registers)
+                results = [_translate(call, error) if call.registers in failed and not isinstance(result, Exception)
+                           else result for call, result in zip(calls, results)]
         self._hint_leases(calls, results)
         return results
 
@@ -566,6 +577,13 @@ class EchoMQ:
             raise translate(error, "reading the queue registry") from error
         self._last_queues = names
         return names
+
+    def queue_count(self) -> int:
+        """How many queues are registered (``SCARD emq:queues``, O(1)): a cheap look for a list that changed."""
+        try:
+            return int(self.redis.scard(QUEUE_REGISTRY))
+        except Exception as error:
+            raise translate(error, "SCARD") from error
 
     def key_count(self) -> int:
         """How many keys the Redis (every master of a cluster) holds, of any owner: DBSIZE, O(1)."""

@@ -31,6 +31,19 @@ def redis_url(url: str | None = None) -> str:
     return url or os.environ.get("EMQ_REDIS_URL") or DEFAULT_URL
 
 
+# Each standalone client holds at most this many connections (EMQ_REDIS_MAX_CONNECTIONS) and a caller
+# past them waits up to POOL_WAIT_S for one to come free instead of opening another: a console process
+# shares one sync and one asyncio client among all its pages, so however many queues or open tabs, its
+# connections stay bounded and no read fails with "Too many connections".
+MAX_CONNECTIONS: Final = 50
+POOL_WAIT_S: Final = 20.0
+
+
+def max_connections() -> int:
+    text = os.environ.get("EMQ_REDIS_MAX_CONNECTIONS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else MAX_CONNECTIONS
+
+
 def _options(socket_timeout: float | None) -> dict[str, Any]:
     return {
         "socket_timeout": socket_timeout,
@@ -77,7 +90,9 @@ def connect(url: str | None = None, *, socket_timeout: float | None = 5.0, clust
         cluster = is_cluster_url(url, socket_timeout)
     if cluster:
         return redis.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
-    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+    pool = redis.BlockingConnectionPool.from_url(url, max_connections=max_connections(), timeout=POOL_WAIT_S,
+                                                 retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+    return redis.Redis.from_pool(pool)
 
 
 def connect_async(url: str | None = None, *, socket_timeout: float | None = 5.0, cluster: bool | None = None) -> AsyncClient:
@@ -86,7 +101,9 @@ def connect_async(url: str | None = None, *, socket_timeout: float | None = 5.0,
         cluster = is_cluster_url(url, socket_timeout)
     if cluster:
         return redis.asyncio.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
-    return redis.asyncio.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+    pool = redis.asyncio.BlockingConnectionPool.from_url(url, max_connections=max_connections(), timeout=POOL_WAIT_S,
+                                                         retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def is_cluster_client(client: object) -> bool:

@@ -1,10 +1,12 @@
 """The console's live view of the emq keyspace: one follower per process.
 
 A follower reads the event stream of every queue that an open page watches
-(``XREAD`` from the last id it saw), polls the queues' counts as a safety net
-(a client that writes no event, a raw ``redis-cli`` command, a lease that
-lapses or a delayed job that falls due), and hands each change, coalesced, to
-its subscribers in the same process. Several console processes each run their
+(``XREAD`` from the last id it saw), reads a queue's counts again when its
+next known change comes (its next lease deadline, its next due time: both
+are in the ``stats`` it read last), polls every watched queue as a slow
+safety net (a client that writes no event, a raw ``redis-cli`` command), and
+hands each change, coalesced, to its subscribers in the same process. So its
+cost grows with what the open pages show, not with the number of queues. Several console processes each run their
 own follower against Redis itself, so no message bus sits between processes
 and nothing here needs a pub/sub channel, which a Redis Cluster could not
 route for queues on different nodes.
@@ -38,7 +40,12 @@ from .redis_errors import UNREACHABLE, ResponseError
 SEED_EVENTS: Final = 2000
 log = logging.getLogger(__name__)
 
-POLL_INTERVAL_S: Final = 0.5
+# The safety net: every watched queue is read this often even when nothing said it changed.
+POLL_INTERVAL_S: Final = 5.0
+# A queue whose next deadline has come is read this much after it (the script then sees it passed).
+DEADLINE_SLACK_S: Final = 0.005
+# At most this many queue histories are read at once for the charts (each an XREVRANGE).
+SEEDING_MAX: Final = 4
 PUBLISH_INTERVAL_S: Final = 0.2
 REGISTRY_INTERVAL_S: Final = 2.0
 RETRY_S: Final = 0.5
@@ -157,6 +164,15 @@ class Subscription:
             self._pending.merge(part)
             self._ready.set()
 
+    def watch(self, queues: Iterable[str] | None) -> None:
+        """The page now shows these queues (an overview paged or sorted anew): follow them from now on."""
+        queues = None if queues is None else frozenset(queues)
+        if queues == self.queues:
+            return
+        added = None if queues is None else queues - (self.queues or frozenset())
+        self.queues = queues
+        self.follower.refresh(added)
+
     async def next(self) -> Update:
         await self._ready.wait()
         self._ready.clear()
@@ -208,18 +224,23 @@ class Follower:
         self._last_publish = 0.0
         self._last_bucket = 0
         self._seeding: set[asyncio.Task[None]] = set()
+        self._seed_slots = asyncio.Semaphore(SEEDING_MAX)
+        # When each queue's stats were read (monotonic s): with its stats, when its next known change is.
+        self._read_at: dict[str, float] = {}
+        # The server's time at its last stats answer, and when that was (monotonic s).
+        self._clock: tuple[int, float] | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # Lifecycle -------------------------------------------------------------
 
     @classmethod
-    async def shared(cls, url: str) -> Follower:
-        """This process's follower for ``url``, started on first use."""
+    async def shared(cls, url: str, *, poll_interval_s: float = POLL_INTERVAL_S) -> Follower:
+        """This process's follower for ``url``, started on first use (with these options)."""
         loop = asyncio.get_running_loop()
         follower = cls._instances.get(url)
         if follower is None or follower._loop is not loop or not follower.running_now:
-            follower = cls(url)
+            follower = cls(url, poll_interval_s=poll_interval_s)
             follower.start()
             cls._instances[url] = follower
         return follower
@@ -272,6 +293,20 @@ class Follower:
     def unsubscribe(self, sub: Subscription) -> None:
         self._subs.discard(sub)
 
+    def refresh(self, queues: Iterable[str] | None) -> None:
+        """Reads these queues (None: every followed queue) at once, whatever was read of them before."""
+        for queue in (self._read_at if queues is None else queues):
+            self._read_at.pop(queue, None)
+        self._poll_now.set()
+
+    def next_change(self, queue: str) -> float | None:
+        """When (monotonic s) the queue's counts change by time alone: its next due time or lease deadline."""
+        stats, read_at = self.stats.get(queue), self._read_at.get(queue)
+        if stats is None or read_at is None:
+            return None
+        times = [t for t in (stats.next_due_ms, stats.next_deadline_ms) if t is not None]
+        return read_at + (min(times) - stats.now_ms) / 1000 + DEADLINE_SLACK_S if times else None
+
     def followed(self) -> list[str]:
         names: set[str] = set()
         every = False
@@ -303,7 +338,7 @@ class Follower:
         self._reader = connect_async(self.url, socket_timeout=self.block_ms / 1000 + 3.0, cluster=self.cluster)
 
     async def _poll_loop(self) -> None:
-        next_registry = 0.0
+        next_registry = next_sweep = 0.0
         while True:
             started = time.monotonic()
             self._poll_now.clear()
@@ -311,17 +346,43 @@ class Follower:
                 if started >= next_registry and any(s.queues is None for s in list(self._subs)):
                     await self._refresh_registry()
                     next_registry = started + REGISTRY_INTERVAL_S
-                await self._fetch_stats(self.followed(), from_poll=True)
+                followed = self.followed()
+                # While Redis is away, every try is a whole sweep: the first answer brings everything back.
+                sweep = started >= next_sweep or self.up is not True
+                if sweep:
+                    due, next_sweep = followed, started + self.poll_interval_s
+                else:
+                    due = [q for q in followed if q not in self._read_at
+                           or (self.next_change(q) or float("inf")) <= started]
+                if due or sweep:
+                    await self._fetch_stats(due, from_poll=True)
             except _UNREACHABLE as error:
                 self._set_down(error)
             except Exception:  # the loop must outlive anything odd Redis answers
                 log.exception("the follower's poll failed")
             self._roll_buckets()
+            # Sleep until the next known change of a followed queue, the safety net or the chart's next bucket.
+            wake = min([next_sweep, self._next_bucket_at(),
+                        *(t for q in self.followed() if (t := self.next_change(q)) is not None)])
+            if self.up is not True:
+                wake = min(wake, started + RETRY_S)
             try:
-                await asyncio.wait_for(self._poll_now.wait(),
-                                       max(0.05, self.poll_interval_s - (time.monotonic() - started)))
+                await asyncio.wait_for(self._poll_now.wait(), max(0.02, wake - time.monotonic()))
             except TimeoutError:
                 pass
+
+    def _server_now_ms(self) -> int:
+        """The server's time now, from its last answer and the time since (the pages' clock between reads);
+        this machine's clock until the server has told its own (no queue followed yet)."""
+        if self._clock is None:
+            return max(self.now_ms, int(time.time() * 1000))
+        server_ms, at = self._clock
+        return max(self.now_ms, server_ms + int((time.monotonic() - at) * 1000))
+
+    def _next_bucket_at(self) -> float:
+        """When (monotonic s) the throughput chart's current bucket ends, by the server's clock."""
+        bucket_ms = self.throughput.bucket_s * 1000
+        return time.monotonic() + (bucket_ms - self._server_now_ms() % bucket_ms) / 1000
 
     async def _read_loop(self) -> None:
         while True:
@@ -409,6 +470,7 @@ class Follower:
                     self.errors[queue] = str(result) if isinstance(result, EmqError) else repr(result)
                     # Its keys may be of another type (its events too): no XREAD of all queues may include it.
                     self._positions.pop(queue, None)
+                    self._read_at[queue] = time.monotonic()
         if not queues and from_poll:
             await self.mq.ping()
             self._set_up()
@@ -416,8 +478,10 @@ class Follower:
     def _absorb_stats(self, queue: str, stats: QueueStats, seen: str | None, from_poll: bool) -> None:
         previous = self.stats.get(queue)
         self.stats[queue] = stats
+        self._read_at[queue] = time.monotonic()
         self.errors.pop(queue, None)
         self.now_ms = max(self.now_ms, stats.now_ms)
+        self._clock = (self.now_ms, time.monotonic())
         if queue not in self.locations and self.mq is not None:
             self.locations[queue] = self.mq.location(queue)
         last = stats.last_event_id
@@ -450,7 +514,9 @@ class Follower:
         assert self.mq is not None
         window_ms = self.throughput.buckets * self.throughput.bucket_s * 1000
         try:
-            events = await self.mq.events(queue, up_to=last, since_ms=max(now_ms - window_ms, 0), count=SEED_EVENTS)
+            async with self._seed_slots:
+                events = await self.mq.events(queue, up_to=last, since_ms=max(now_ms - window_ms, 0),
+                                              count=SEED_EVENTS)
         except EmqError as error:
             log.info("no chart history for %s: %s", queue, error)
             return
@@ -490,6 +556,7 @@ class Follower:
         self._wake.set()
 
     def _roll_buckets(self) -> None:
+        self.now_ms = self._server_now_ms()
         bucket = self.now_ms // (self.throughput.bucket_s * 1000)
         if bucket != self._last_bucket:
             self._last_bucket = bucket

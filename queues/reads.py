@@ -40,6 +40,8 @@ class QueueStats:
     paused_since_ms: int | None = None
     paused_by: str = ""
     paused_reason: str = ""
+    # The earliest lease deadline not passed yet (when the next lease lapses); None: no active job.
+    next_deadline_ms: int | None = None
 
     @property
     def delayed(self) -> int:
@@ -222,11 +224,11 @@ def stats(queue: str) -> Call[QueueStats]:
 
     def parse(reply: list[Any]) -> QueueStats:
         refused_whole("stats", reply)
-        now, p, a, d, f, due, lapsed, oldest, next_due, last, paused, since, by, why = reply
+        now, p, a, d, f, due, lapsed, oldest, next_due, last, paused, since, by, why = reply[:14]
         return QueueStats(keys.queue, int(now), {"pending": int(p), "active": int(a), "done": int(d), "failed": int(f)},
                           int(due), int(lapsed), _opt_int(oldest), _opt_int(next_due), _text(last),
                           _text(paused) == "1", digits(since),
-                          _text(by), _text(why))
+                          _text(by), _text(why), _opt_int(reply[14]) if len(reply) > 14 else None)
 
     return Call("stats", keys.script_keys(None), [], parse)
 

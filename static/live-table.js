@@ -127,11 +127,13 @@
     announce(added, gone, reordered);
   };
 
-  const announce = (added, gone, reordered) => {
-    const box = document.getElementById("jobs-waiting");
+  const announce = (added, gone, reordered) =>
+    announceIn(document.getElementById("jobs-waiting"), added, gone, reordered, ["new job", "new jobs"]);
+
+  const announceIn = (box, added, gone, reordered, nouns) => {
     if (!box) return;
     const parts = [];
-    if (added) parts.push(added + (added === 1 ? " new job" : " new jobs"));
+    if (added) parts.push(added + " " + (added === 1 ? nouns[0] : nouns[1]));
     if (gone) parts.push(gone + " gone");
     if (!parts.length && reordered) parts.push("the order has changed");
     if (!parts.length) { box.hidden = true; box.textContent = ""; return; }
@@ -268,6 +270,59 @@
     rows[next].focus();
   });
 
+  // --- the overview: its rows hold still under the pointer too ----------
+  // A push may re-sort the page or bring other queues onto it; while the
+  // pointer is over the table or focus is in it, the rows shown keep their
+  // places (their numbers still update) and the page says what is waiting.
+  let waitingOverview = null;
+  const overviewTable = () => document.getElementById("overview-table");
+  const queueRows = (root) => (root ? Array.from(root.querySelectorAll("#overview-rows tr[id]")) : []);
+  const overviewBusy = () => {
+    const box = overviewTable();
+    const t = box ? box.querySelector("table") : null;
+    return !!t && (t.matches(":hover") || t.contains(document.activeElement));
+  };
+  const applyOverview = (incoming) => {
+    const current = overviewTable();
+    if (!current || !incoming) return;
+    Idiomorph.morph(current, incoming, { morphStyle: "outerHTML" });
+    waitingOverview = null;
+    htmx.process(overviewTable());
+  };
+  const holdOverview = (incoming) => {
+    waitingOverview = incoming;
+    const fresh = new Map(queueRows(incoming).map((r) => [r.id, r]));
+    const mine = queueRows(overviewTable());
+    const order = queueRows(incoming).map((r) => r.id);
+    const shown = new Set();
+    let gone = 0, reordered = false;
+    mine.forEach((row, n) => {
+      shown.add(row.id);
+      const now = fresh.get(row.id);
+      if (!now) { gone++; row.classList.add("off-page"); return; }
+      if (order[n] !== row.id) reordered = true;
+      row.classList.remove("off-page");
+      refreshCells(row, now);
+    });
+    const added = order.filter((id) => !shown.has(id)).length;
+    announceIn(document.getElementById("overview-waiting"), added, gone, reordered, ["new queue", "new queues"]);
+  };
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    if (!e.detail.target || e.detail.target.id !== "overview-table") return;
+    const incoming = e.detail.fragment.firstElementChild;
+    if (!incoming) return;
+    e.detail.shouldSwap = false;
+    // The answer to the operator's own filter is shown at once; what the server pushes by itself waits.
+    if (overviewBusy() && !incoming.dataset.asked) holdOverview(incoming);
+    else applyOverview(incoming);
+  });
+  const maybeApplyOverview = () => setTimeout(() => { if (waitingOverview && !overviewBusy()) applyOverview(waitingOverview); }, 0);
+  document.addEventListener("pointerout", maybeApplyOverview);
+  document.addEventListener("focusout", maybeApplyOverview);
+  document.addEventListener("click", (e) => {
+    if (e.target instanceof Element && e.target.closest("[data-show-waiting]") && waitingOverview) applyOverview(waitingOverview);
+  });
+
   // --- the overview's filter: in the URL, applied by the server ---------
   let typing = 0;
   const filterNow = () => {
@@ -276,6 +331,8 @@
     const url = new URL(location.href);
     if (box.value.trim()) url.searchParams.set("filter", box.value.trim());
     else url.searchParams.delete("filter");
+    // Another filter starts from the first row, as the server does.
+    url.searchParams.delete("offset");
     history.replaceState(history.state, "", url);
     if (socket) tellFilter();
     else location.assign(url);

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from dashboard.census import census_reset
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from queues import EchoMQ
 
@@ -17,7 +18,9 @@ from queues import EchoMQ
 def console_mq(mq: EchoMQ, redis_url: str, settings: SettingsWrapper) -> Iterator[EchoMQ]:
     """The test's EchoMQ client, with the console reading the same server."""
     settings.EMQ_REDIS_URL = redis_url
+    census_reset()
     yield mq
+    census_reset()
 
 
 @pytest.fixture

@@ -115,3 +115,37 @@ def test_redis_7_and_valkey_are_accepted_and_the_connection_checks_the_server(re
     for version in ("7.0.0", "7.2.4", "8.0.1"):
         check_version({"redis_version": version})
     assert connect(redis_url).ping()
+
+
+def test_many_threads_on_one_client_wait_for_its_bounded_pool_instead_of_failing(redis_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from queues.connection import connect, max_connections
+
+    client, watcher = connect(redis_url), connect(redis_url)
+    count = max_connections() + 20
+
+    with ThreadPoolExecutor(max_workers=count) as threads:
+        results = list(threads.map(lambda n: client.blpop([f"nothing-{n}"], timeout=0.2), range(count)))
+
+    assert results == [None] * count
+    # Every connection the client opened is still open in its pool: the watcher's own and at most the bound.
+    assert watcher.info("clients")["connected_clients"] <= max_connections() + 1
+    client.close()
+    watcher.close()
+
+
+async def test_many_tasks_on_one_asyncio_client_wait_for_its_bounded_pool(redis_url: str) -> None:
+    import asyncio
+
+    from queues.connection import connect, connect_async, max_connections
+
+    client, watcher = connect_async(redis_url), connect(redis_url)
+    count = max_connections() + 20
+
+    results = await asyncio.gather(*(client.blpop([f"nothing-{n}"], timeout=0.2) for n in range(count)))
+
+    assert results == [None] * count
+    assert watcher.info("clients")["connected_clients"] <= max_connections() + 1
+    await client.aclose()
+    watcher.close()

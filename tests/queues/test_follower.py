@@ -32,7 +32,8 @@ async def until(sub: Subscription, check: Callable[[Update], bool], timeout: flo
 
 @pytest.fixture
 async def follower(redis_url: str) -> AsyncIterator[Follower]:
-    follower = Follower(redis_url)
+    # A short safety net: these tests write without events too (redis-cli, FLUSHALL).
+    follower = Follower(redis_url, poll_interval_s=0.5)
     follower.start()
     yield follower
     await follower.stop()
@@ -217,3 +218,57 @@ async def test_a_capped_history_leaves_out_the_bucket_it_may_have_cut(redis_url:
         assert sum(shown) < 20
     finally:
         await follower.stop()
+
+
+@pytest.fixture
+async def follower_without_safety_net(redis_url: str) -> AsyncIterator[Follower]:
+    """A follower whose safety-net poll never comes within a test: what it learns, it learned otherwise."""
+    follower = Follower(redis_url, poll_interval_s=3600)
+    follower.start()
+    yield follower
+    await follower.stop()
+
+
+async def test_a_delayed_job_falling_due_is_read_at_its_due_time(follower_without_safety_net: Follower,
+                                                                  mq: EchoMQ) -> None:
+    follower = follower_without_safety_net
+    mq.enqueue("mail", "later", delay_ms=400)
+    sub = follower.subscribe(["mail"])
+    first = await until(sub, lambda u: "mail" in u.stats)
+    assert (first.stats["mail"].due, first.stats["mail"].next_due_ms is not None) == (0, True)
+
+    # No event is written when a job falls due: only the known due time wakes the follower.
+    update = await until(sub, lambda u: "mail" in u.stats and u.stats["mail"].due == 1, timeout=10.0)
+
+    assert update.stats["mail"].next_due_ms is None
+
+
+async def test_a_lease_lapsing_is_read_at_its_deadline(follower_without_safety_net: Follower, mq: EchoMQ) -> None:
+    follower = follower_without_safety_net
+    mq.enqueue("mail", "a")
+    claimed = mq.claim("mail", lease_ms=400)[0]
+    sub = follower.subscribe(["mail"])
+    first = await until(sub, lambda u: "mail" in u.stats)
+    assert first.stats["mail"].next_deadline_ms == claimed.lease_deadline_ms
+
+    update = await until(sub, lambda u: "mail" in u.stats and u.stats["mail"].lapsed == 1, timeout=10.0)
+
+    assert update.stats["mail"].next_deadline_ms is None
+
+
+async def test_it_reads_only_the_queues_its_pages_watch_and_follows_a_page_that_pages_on(
+        follower_without_safety_net: Follower, mq: EchoMQ) -> None:
+    follower = follower_without_safety_net
+    for name in ("a", "b", "c", "d"):
+        mq.enqueue(name, "x")
+    sub = follower.subscribe(["a", "b"])
+    await until(sub, lambda u: {"a", "b"} <= set(u.stats))
+    assert set(follower.stats) == {"a", "b"}
+
+    sub.watch(["c", "d"])
+    await until(sub, lambda u: {"c", "d"} <= set(u.stats))
+    mq.enqueue("d", "y")
+    await until(sub, lambda u: "d" in u.stats and u.stats["d"].counts["pending"] == 2)
+
+    assert set(follower.stats) == {"a", "b", "c", "d"}
+    assert follower.followed() == ["c", "d"]

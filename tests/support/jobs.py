@@ -42,3 +42,14 @@ def done_jobs(mq: EchoMQ, queue: str, count: int, payload: str = "x") -> list[st
     mq.run_many([moves.complete(queue, j.id, j.token) for j in claimed])
     _searchable()
     return ids
+
+
+def many_queues(mq: EchoMQ, count: int, *, prefix: str = "tenant-", jobs: int = 3) -> list[str]:
+    """``count`` queues of ``jobs`` pending jobs each, named ``prefix`` plus a zero-padded number (sorted
+    as numbered): one ``enqueue_many`` script per queue, pipelined a thousand at a time."""
+    names = [f"{prefix}{n:05d}" for n in range(count)]
+    for start in range(0, count, 1000):
+        results = mq.run_many([moves.enqueue_many(name, ["x"] * jobs, actor=mq.actor)
+                               for name in names[start:start + 1000]])
+        assert not [r for r in results if isinstance(r, Exception)]
+    return names

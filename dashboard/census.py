@@ -18,7 +18,7 @@ from typing import Final
 
 from django.conf import settings
 
-from queues import Unavailable
+from queues import EchoMQ, Unavailable
 from queues.census import Census
 
 from .services import read, redis_url
@@ -90,8 +90,7 @@ class CensusPass:
                         self._stop.wait(min(rest, NAMES_LOOK_S))
                         continue
                     pass_started = time.monotonic()
-                step = max(1, min(STEP_MAX, int(self.calls_per_s * 0.5)))
-                calls = read(lambda mq: self.census.step(mq, step))
+                calls = read(self._step)
             except Unavailable as error:
                 log.info("census: %s", error)
                 self._stop.wait(RETRY_S)
@@ -104,6 +103,10 @@ class CensusPass:
             rest = calls / self.calls_per_s - (time.monotonic() - started)
             if rest > 0:
                 self._stop.wait(rest)
+
+
+    def _step(self, mq: EchoMQ) -> int:
+        return self.census.step(mq, max(1, min(STEP_MAX, int(self.calls_per_s * 0.5))))
 
 
 _passes: dict[str, CensusPass] = {}

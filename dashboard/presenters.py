@@ -15,7 +15,6 @@ from urllib.parse import parse_qsl, urlencode
 
 from queues import STATES, EmqError, InvalidInput
 from queues.census import SORTS, CensusTotals
-from queues.census import filter_names as filter_names
 from queues.cluster import QueueLocation
 from queues.follower import Throughput
 from queues.moves import digits

@@ -15,8 +15,8 @@ Plain Python and thread-safe: a background thread steps it while the pages
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -239,8 +239,9 @@ class Census:
         with self._lock:
             names = self.names or []
             oldest = min(self._read_at.values(), default=None)
-            return CensusTotals(len(names), len(self._stats), len(self._errors), *self._sums, oldest_read_at=oldest,
-                                last_pass_s=self.last_pass_s)
+            pending, active, done, failed, due, lapsed = self._sums
+            return CensusTotals(len(names), len(self._stats), len(self._errors), pending, active, done, failed, due,
+                                lapsed, oldest_read_at=oldest, last_pass_s=self.last_pass_s)
 
     # Inside the lock ------------------------------------------------------
 

@@ -11,8 +11,8 @@ from django.test import Client
 from dashboard.asgi import application
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
-from queues.keys import QUEUE_REGISTRY
 from queues.follower import Follower
+from queues.keys import QUEUE_REGISTRY
 from tests.support.redis_servers import RedisServer
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -144,8 +144,12 @@ class Census:
 
     def refresh_names(self, mq: EchoMQ, *, force: bool = True) -> None:
         """Reads the registry (SSCAN); unless ``force``, only when its size (SCARD, O(1)) differs from ours."""
-        if not force and self.names is not None and not self.names_error and mq.queue_count() == len(self.names):
-            return
+        if not force and self.names is not None and not self.names_error:
+            try:
+                if mq.queue_count() == len(self.names):
+                    return
+            except EmqError:
+                pass  # the registry's master is away: known_queues says so and serves the list read last
         known = mq.known_queues()
         self.set_names(known.names, error=known.stale, odd=known.odd)
 

@@ -975,6 +975,13 @@ class AsyncEchoMQ:
         self._last_queues = names
         return names
 
+    async def queue_count(self) -> int:
+        """As :meth:`EchoMQ.queue_count`."""
+        try:
+            return int(await self.redis.scard(QUEUE_REGISTRY))
+        except Exception as error:
+            raise translate(error, "SCARD") from error
+
     async def key_count(self) -> int:
         try:
             return int(await self.redis.dbsize())

@@ -162,7 +162,8 @@ class QueuePage(LivePage):
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             return False
         try:
-            shown = [validate_job_id(i) for i in dict.fromkeys(ids)][:reads.STATES_MAX]
+            # No more than the page can show: the answer says where each of them is now.
+            shown = [validate_job_id(i) for i in dict.fromkeys(ids)][:self.window.limit]
         except InvalidInput:
             return False
         changed = shown != self.shown
@@ -181,9 +182,10 @@ class QueuePage(LivePage):
         self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
         if self.stale:
             return [_common(follower, 0, status=True)]
-        context = row_html.queue_page_context(self.window, stats, page, follower.throughput)
         on_page = {row.id for row in page.rows}
-        context["elsewhere"] = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
+        elsewhere = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
+        context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
+                                              elsewhere=elsewhere)  # type: ignore[arg-type]
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", context)]

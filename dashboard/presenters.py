@@ -147,7 +147,7 @@ def totals(census: CensusTotals, spark: Spark | None) -> Totals:
 
 
 # No message a live page sends is longer (daphne refuses over 1 MiB; a page must never depend on one that
-# would be): the fragments are bounded by construction (rows.overview_table_context, rows.job_rows).
+# would be): the fragments are bounded by construction (rows.overview_table_context, rows.queue_page_context).
 MESSAGE_MAX_BYTES: Final = 64 * 1024
 OVERVIEW_SIZES: Final = (20, 50, 100)
 OVERVIEW_DEFAULT_SIZE: Final = 50

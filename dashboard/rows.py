@@ -9,6 +9,7 @@ template. Every value that comes from Redis passes through ``escape``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from urllib.parse import quote
 
 from django.template import Context, Template
@@ -74,6 +75,9 @@ def overview_rows(rows: Iterable[QueueRow], *, cluster: bool, oob: bool = False)
     return mark_safe("".join(overview_row(row, cluster=cluster, oob=oob, queue_url=queue_url) for row in rows))
 
 
+# The queue page's message also holds its summary, the clock and the Redis banner (an error's words).
+QUEUE_MESSAGE_MARGIN_BYTES = 4096
+QUEUE_SUMMARY_ROOM_BYTES = 16 * 1024
 # Room left in a table's message beside its rows and the rest of its fragment: the pager's numbers
 # change with the rows that fit.
 MESSAGE_MARGIN_BYTES = 1024
@@ -138,6 +142,11 @@ def _template(name: str) -> Template:
 
 def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> SafeString:
     """The rows of a queue page; the tick box and the buttons come from the actions' templates."""
+    return mark_safe("".join(job_row_parts(lines, window, csrf_token=csrf_token)))
+
+
+def job_row_parts(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> list[str]:
+    """Each line's HTML (with the divider before the first delayed job, when one goes before it)."""
     pick, buttons = _template("dashboard/actions/pick.html"), _template("dashboard/actions/job_buttons.html")
     context = Context({"csrf_token": csrf_token}, autoescape=True)
     job_url = f"{reverse('job')}?q={_q(window.queue)}&amp;id="
@@ -145,8 +154,10 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
     previous_delayed = False
     for n, line in enumerate(lines):
         row = line.row
+        divider = ""
         if line.is_delayed and not previous_delayed and n > 0:
-            out.append('<tr class="divider"><td colspan="7">delayed: not due yet</td></tr>')
+            divider = '<tr class="divider"><td colspan="7">delayed: not due yet</td></tr>'
+
         previous_delayed = line.is_delayed
         classes = " ".join(c for c in ("alarm" if line.is_lapsed else "", "odd" if line.warnings else "") if c)
         warning = ""
@@ -160,7 +171,7 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
                           attempts=row.attempts, delayed=line.is_delayed, lapsed=line.is_lapsed):
             pick_html, buttons_html = pick.render(context), buttons.render(context)
         out.append(
-            f'<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(row.id)}" '
+            f'{divider}<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(row.id)}" '
             f'data-attempts="{escape(row.attempts)}" data-state="{escape(row.state)}">'
             f'<td class="pick">{pick_html}</td>'
             f'<td class="mono id"><a href="{job_url}{_q(row.id)}">{visible(row.id)}</a>{warning}</td>'
@@ -169,11 +180,31 @@ def job_rows(lines: list[JobLine], window: Window, *, csrf_token: str = "") -> S
             f'<td class="payload mono">{payload}</td>'
             f'<td class="error-text">{visible(row.last_error)}</td>'
             f'<td class="actions">{buttons_html}</td></tr>')
-    return mark_safe("".join(out))
+    return out
 
 
 def queue_page_context(window: Window, stats: QueueStats, page: Page, throughput: Throughput | None,
-                       *, csrf_token: str = "") -> dict[str, object]:
+                       *, csrf_token: str = "", elsewhere: list[object] | None = None) -> dict[str, object]:
+    """What the queue page's summary and jobs table show: as many of the page's rows as fit in one live
+    message beside the rest of it (the clock, the summary, the table's head and pager, measured here).
+
+    A row with its buttons is about 1.6 KB, so a page of 200 would be 320 KB: the rows that do not fit
+    start the next page (the pager goes on from the last row shown), in the first render as in every push.
+    """
     context = queue_context(window, stats, page, throughput)
-    context["rows_html"] = job_rows(context["lines"], window, csrf_token=csrf_token)  # type: ignore[arg-type]
+    context["elsewhere"] = elsewhere or []
+    parts = job_row_parts(context["lines"], window, csrf_token=csrf_token)  # type: ignore[arg-type]
+    # The summary and the clock get a fixed room unless they need more (a long pause reason), so a push and
+    # the first render (whose summary differs by its chart) fit the same rows.
+    summary = len(render_to_string("dashboard/_queue_summary.html", {**context, "oob": True}).encode())
+    around = max(QUEUE_SUMMARY_ROOM_BYTES, summary + QUEUE_MESSAGE_MARGIN_BYTES)
+    around += len(render_to_string("dashboard/_queue_jobs.html", {**context, "rows_html": "", "oob": True}).encode())
+    # Fitted as a push renders them (without the form's CSRF token), so the first render and every push
+    # show the same rows.
+    pushed = job_row_parts(context["lines"], window) if csrf_token else parts  # type: ignore[arg-type]
+    fitted = rows_that_fit(pushed, MESSAGE_MAX_BYTES - around)
+    if fitted < len(parts):
+        page = replace(page, rows=page.rows[:fitted], has_more=True)
+        context = {**queue_context(window, stats, page, throughput), "elsewhere": context["elsewhere"]}
+    context["rows_html"] = mark_safe("".join(parts[:fitted]))
     return context

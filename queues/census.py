@@ -30,6 +30,8 @@ from .reads import QueueStats
 SORTS: Final = {"name": "asc", "failed": "desc", "due": "desc", "oldest": "desc", "lapsed": "desc"}
 # The filter's mark for "names that start with" (else: names that contain, case-blind).
 PREFIX_MARK: Final = "^"
+# How long a count sort may be reused while only counts changed (the page says its order is a snapshot).
+SELECTION_KEPT_S: Final = 1.0
 _TOTALLED: Final = ("pending", "active", "done", "failed", "due", "lapsed")
 
 
@@ -120,7 +122,8 @@ class Census:
         self.last_pass_s: float | None = None
         # Bumped when a name comes or goes or a value that a sort uses changes: selections are kept until then.
         self.version = 0
-        self._selections: dict[tuple[str, str, bool], tuple[int, list[str]]] = {}
+        self.names_version = 0  # bumped when a name comes or goes
+        self._selections: dict[tuple[str, str, bool], tuple[int, int, float, list[str]]] = {}
 
     # What is read ---------------------------------------------------------
 
@@ -140,6 +143,7 @@ class Census:
                 del self._errors[gone]
             self.names = ordered
             self._cursor = min(self._cursor, len(ordered))
+            self.names_version += 1
             self._bump()
 
     def refresh_names(self, mq: EchoMQ, *, force: bool = True) -> None:
@@ -221,10 +225,14 @@ class Census:
         if descending is None:
             descending = SORTS[sort] == "desc"
         key = (name_filter.strip(), sort, descending)
+        now = time.monotonic()
         with self._lock:
             kept = self._selections.get(key)
-            if kept is not None and kept[0] == self.version:
-                return kept[1]
+            # A count sort is kept up to SELECTION_KEPT_S while only counts changed: busy queues change
+            # them many times a second, and every page of the same query shares the one sort.
+            if kept is not None and (kept[0] == self.version
+                                     or (kept[1] == self.names_version and now - kept[2] < SELECTION_KEPT_S)):
+                return kept[3]
             names = filter_names(self.names or [], name_filter)
             if sort == "name":
                 ordered = names[::-1] if descending else names
@@ -236,7 +244,7 @@ class Census:
                 ordered = [n for _, n in known] + [n for n in names if n not in self._stats]
             if len(self._selections) > 64:
                 self._selections.clear()
-            self._selections[key] = (self.version, ordered)
+            self._selections[key] = (self.version, self.names_version, now, ordered)
             return ordered
 
     def totals(self) -> CensusTotals:

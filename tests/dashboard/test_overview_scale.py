@@ -111,7 +111,8 @@ def test_an_unknown_sort_or_a_bad_offset_falls_back_to_the_first_page_by_name(vi
 async def connect(path: str, cookie: bytes) -> WebsocketCommunicator:
     communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost"),
                                                                       (b"host", b"localhost"), (b"cookie", cookie)])
-    connected, _ = await communicator.connect()
+    # A handshake may wait its turn behind ten pages' first renders on a loaded machine.
+    connected, _ = await communicator.connect(timeout=20)
     assert connected
     return communicator
 

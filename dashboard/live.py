@@ -19,7 +19,7 @@ from queues.follower import Follower, Update
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
-from .census import CensusPass
+from .census import CensusPass, census_pass
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
 FILTER_MAX = presenters.FILTER_MAX
@@ -64,9 +64,9 @@ class LivePage(ABC):
 class OverviewPage(LivePage):
     """One page of the overview: the queues its filter, sort and offset pick from the census, read live."""
 
-    def __init__(self, query: presenters.OverviewQuery, census: CensusPass) -> None:
-        self.query = query
-        self.census = census
+    def __init__(self, query: presenters.OverviewQuery | None = None, census: CensusPass | None = None) -> None:
+        self.query = query or presenters.OverviewQuery()
+        self.census = census or census_pass()
         self.queues = frozenset()
         # The names the page's slice held at the last table sent (before the byte budget cut it).
         self.window: list[str] | None = None

@@ -185,7 +185,7 @@ class QueuePage(LivePage):
         on_page = {row.id for row in page.rows}
         elsewhere = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
         context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
-                                              elsewhere=elsewhere)  # type: ignore[arg-type]
+                                              elsewhere=elsewhere)
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", context)]

@@ -114,6 +114,21 @@ class BlockingRunner:
         self._options = options
         self._idle: list[BlockingWire] = []
         self._wait: tuple[Any, ...] = ("WAIT", wait_replicas, wait_timeout_ms)
+        self._pid = os.getpid()
+
+    def _take(self) -> BlockingWire:
+        """An idle connection the server has not closed meanwhile, or a new one."""
+        if self._pid != os.getpid():
+            # A forked child must not read the parent's replies off a shared socket (nor close it).
+            self._idle, self._pid = [], os.getpid()
+        while True:
+            try:
+                wire = self._idle.pop()
+            except IndexError:  # none idle (another thread may have taken the last one)
+                return BlockingWire.open(self._options)
+            if not wire.closed_by_server():
+                return wire
+            wire.close()
 
     def run_many(self, calls: list[Call[Any]]) -> list[Any]:
         """As :meth:`EchoMQ.run_many`: one round trip, each call its own atomic script; a lost connection
@@ -122,9 +137,7 @@ class BlockingRunner:
             return []
         waits = _waits_for(calls, self._wait[1])
         try:
-            wire = self._idle.pop() if self._idle else BlockingWire.open(self._options)
-        except IndexError:  # another thread took the last idle one meanwhile
-            wire = BlockingWire.open(self._options)
+            wire = self._take()
         except Exception as error:
             raise _translate(calls[0], error) from error
         try:
@@ -219,6 +232,14 @@ class EchoMQ:
         self._odd_queues: list[str] = []
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
+        # Scripts go on lean blocking connections (as the asyncio client's do on its wire): redis-py's own
+        # path costs about as much Python per call as Redis spends on the script. A cluster, TLS, RESP3 or
+        # decoded replies stay on redis-py's path.
+        pool = getattr(client, "connection_pool", None)
+        options = wire_options(pool.connection_class, pool.connection_kwargs) \
+            if pool is not None and not is_cluster_client(client) else None
+        self._runner = BlockingRunner(options, wait_replicas=self.wait_replicas,
+                                      wait_timeout_ms=self.wait_timeout_ms) if options is not None else None
 
     @classmethod
     def from_url(cls, url: str | None = None, *, actor: str | None = None, wait_replicas: int = 0,
@@ -226,9 +247,20 @@ class EchoMQ:
         return cls(connect(url, **options), actor=actor, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
 
     def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
         self.redis.close()
 
     def run(self, call: Call[T]) -> T:
+        if self._runner is not None:
+            result = self._runner.run_many([call])[0]
+            if isinstance(result, Exception):
+                if isinstance(result, NotReplicated) and call.registers:
+                    self._register(call.registers)
+                raise result
+            if call.registers:
+                self._register(call.registers)
+            return result  # type: ignore[no-any-return]
         if self.wait_replicas and script(call.script).writes:
             return self._run_replicated(call)
         s = script(call.script)
@@ -259,6 +291,12 @@ class EchoMQ:
         """
         if not calls:
             return []
+        if self._runner is not None:
+            results = self._runner.run_many(calls)
+            for call, result in zip(calls, results):
+                if call.registers and (not isinstance(result, Exception) or isinstance(result, NotReplicated)):
+                    self._register(call.registers)
+            return results
         if self.wait_replicas:
             return [self._result_or_error(call) for call in calls]
         if is_cluster_client(self.redis):

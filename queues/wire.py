@@ -1,4 +1,4 @@
-"""A lean pipelined connection for the asyncio client's scripts (standalone Redis only).
+"""A lean pipelined connection for the clients' scripts (standalone Redis only).
 
 redis-py's asyncio path costs about as much Python per round trip as Redis
 spends on two scripts: a pool lock, a health check and a timeout per reply.
@@ -18,16 +18,19 @@ its replies to be read and dropped, so the order stays right.
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 from collections import deque
 from typing import Any
 
 import hiredis
+import redis
 import redis.asyncio
 import redis.exceptions
 from redis._parsers.base import BaseParser
 
-PLAIN = (redis.asyncio.Connection, redis.asyncio.UnixDomainSocketConnection)
+PLAIN = (redis.asyncio.Connection, redis.asyncio.UnixDomainSocketConnection, redis.Connection,
+         redis.UnixDomainSocketConnection)
 
 
 def wire_options(connection_class: type, kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -198,6 +201,20 @@ class BlockingWire:
         """Writes commands nobody waits for: the next :meth:`call` reads their ``count`` replies first and drops them."""
         self.call(packed, 0)
         self._owed += count
+
+    def closed_by_server(self) -> bool:
+        """Whether an idle connection has something to read: the server closed it (a restart, CLIENT KILL,
+        its idle timeout) or it holds a stray reply. Either way it must not carry the next call, which has
+        not been sent yet, so the caller may open a new one instead. Not asked while replies are owed
+        (:meth:`send`): those are readable too, and the next call reads them first."""
+        if self._owed:
+            return False
+        poll = select.poll()
+        poll.register(self._sock, select.POLLIN)
+        try:
+            return bool(poll.poll(0))
+        except OSError:
+            return True
 
     def call(self, packed: bytes, count: int) -> list[Any]:
         if self._lost is not None:

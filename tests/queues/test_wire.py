@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import pytest
 import redis
@@ -12,6 +13,7 @@ from queues.keys import QueueKeys
 from queues.moves import Call
 from queues.wire import wire_options
 from tests.support.redis_servers import RedisClusterNodes
+from tests.support.waiting import wait_until
 
 
 def _enqueues(queue: str, ids: list[str]) -> list[Call[str]]:
@@ -182,20 +184,38 @@ def _blocking_runner(redis_url: str) -> BlockingRunner:
     return runner
 
 
-def test_a_blocking_runner_fails_a_killed_connection_as_unavailable_and_the_next_call_reconnects(
+def test_a_blocking_runner_fails_a_connection_killed_mid_call_as_unavailable_and_the_next_call_reconnects(
+        mq: EchoMQ, redis_url: str) -> None:
+    blocking = _blocking_runner(redis_url)
+    assert blocking.run_many(_enqueues("mail", ["a", "b"])) == ["a", "b"]
+    mq.redis.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(blocking.run_many, _enqueues("mail", ["cut"]))
+            wait_until(lambda: mq.redis.info("clients")["blocked_clients"] == 1, 30, "the call waits behind the pause")
+            mq.redis.client_kill_filter(_type="normal", skipme=True)
+            with pytest.raises(Unavailable, match="connection to redis lost"):
+                waiting.result(timeout=30)
+    finally:
+        mq.redis.execute_command("CLIENT", "UNPAUSE")
+    assert blocking.run_many(_enqueues("mail", ["d"])) == ["d"]
+    blocking.close()
+
+    # The server closed the connection while "cut" waited behind the pause: it never ran.
+    assert mq.stats("mail").counts["pending"] == 3
+
+
+def test_a_blocking_runner_replaces_an_idle_connection_the_server_closed_before_sending_on_it(
         mq: EchoMQ, redis_url: str) -> None:
     blocking = _blocking_runner(redis_url)
     assert blocking.run_many(_enqueues("mail", ["a", "b"])) == ["a", "b"]
     mq.redis.client_kill_filter(_type="normal", skipme=True)
-    with pytest.raises(Unavailable):
-        blocking.run_many(_enqueues("mail", ["c"]))
-    assert blocking.run_many(_enqueues("mail", ["d"])) == ["d"]
-    blocking.close()
+    wait_until(lambda: len(mq.redis.client_list()) == 1, 30, "the killed connections are gone")
 
-    # The server had closed the connection before "c" was sent: it never ran.
-    assert mq.stats("mail").counts["pending"] == 3
-    assert [mq.job("mail", job_id).payload.decode() for job_id in ("a", "b", "d")] == [
-        "payload of a", "payload of b", "payload of d"]
+    assert blocking.run_many(_enqueues("mail", ["c"])) == ["c"]
+    blocking.close()
+    assert [mq.job("mail", job_id).payload.decode() for job_id in ("a", "b", "c")] == [
+        "payload of a", "payload of b", "payload of c"]
 
 
 def test_a_blocking_runner_runs_a_script_flushed_from_the_cache(mq: EchoMQ, redis_url: str) -> None:

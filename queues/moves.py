@@ -323,6 +323,68 @@ def fail(queue: str, job_id: str, token: object, *, error: str = "", backoff_ms:
     return _lease_call("fail", queue, job_id, token, [message, backoff_ms, actor], lambda r: _text(r[1]))
 
 
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A held job's outcome, as :func:`finish_claim` reports it: complete, or fail with ``error``."""
+
+    id: str
+    token: object
+    outcome: str = "complete"
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedAndClaimed:
+    """What :func:`finish_claim` did: each report's answer in order (the finish time of a completion,
+    the state a failure went to, or the :class:`Refused` it got) and the claim's jobs, or the
+    :class:`NothingToClaim` or :class:`Paused` a claim alone would have raised."""
+
+    finished: list[int | str | Refused]
+    claimed: list[ClaimedJob] | NothingToClaim | Paused
+
+
+def finish_claim(queue: str, reports: list[Report], *, lease_ms: int = DEFAULT_LEASE_MS, count: int = 1,
+                 backoff_ms: int = DEFAULT_BACKOFF_MS, actor: str = "",
+                 claim_id: str | None = None) -> Call[FinishedAndClaimed]:
+    """Completes or fails the held jobs in ``reports`` (each fenced on its own) and claims up to ``count``
+    jobs, in one script: what ``complete_many`` or ``fail`` and then ``claim`` would do."""
+    keys = QueueKeys(queue)
+    if len(reports) > MAX_BATCH:
+        raise InvalidInput(f"give at most {MAX_BATCH} reports, not {len(reports)}")
+    claiming = claim(queue, lease_ms=lease_ms, worker=actor, count=count, claim_id=claim_id)
+    args: list[Any] = [actor, *claiming.args[:2], claiming.args[3], _int(backoff_ms, "backoff_ms", 0, MAX_LEASE_MS)]
+    ids: list[str] = []
+    for report in reports:
+        fencing = FencingToken.parse(report.token)
+        ids.append(validate_job_id(report.id))
+        if report.outcome not in ("complete", "fail"):
+            raise InvalidInput(f"outcome must be complete or fail, not {report.outcome!r}")
+        if not isinstance(report.error, str):
+            raise InvalidInput("error must be text")
+        error = cut_utf8(report.error.encode(errors="surrogateescape"), MAX_ERROR_BYTES) if report.error else b""
+        args += [report.id, fencing.attempts, fencing.claim_id, report.outcome, error]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a job is given twice")
+
+    def parse(reply: list[Any]) -> FinishedAndClaimed:
+        refused_whole("finish_claim", reply)
+        finished: list[int | str | Refused] = []
+        for report, job_id, answer in zip(reports, ids, reply[2:]):
+            if _text(answer[0]) == "REFUSED":
+                finished.append(_refusal(report.outcome, job_id, answer))
+            elif _text(answer[1]) == "done":
+                finished.append(int(_text(answer[2])))
+            else:
+                finished.append(_text(answer[1]))
+        try:
+            claimed: list[ClaimedJob] | NothingToClaim | Paused = claiming.parse(reply[1])
+        except (NothingToClaim, Paused) as nothing:
+            claimed = nothing
+        return FinishedAndClaimed(finished, claimed)
+
+    return Call("finish_claim", keys.script_keys(None), args, parse)
+
+
 def release(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[int]:
     return _lease_call("release", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
 

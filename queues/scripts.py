@@ -34,6 +34,7 @@ _NAME = re.compile(r"(?:([A-Za-z_][\w.]*):)?(\w+)")
 
 MOVES: Final = (
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
+    "finish_claim",
     *(move.script for move in JOB_MOVES),
     "recover_expired", "retry_failed", "purge",
     "pause", "resume", "register_worker", "unregister_worker", "group_failed",

@@ -25,107 +25,14 @@
 -- behind them from being claimed. Each call looks at no more than
 -- count + 100 ids (claimed, removed or moved out of the way alike).
 -- Errors (nothing written): bad keys, lease_ms, claim_id or count.
-local claim_id, worker = ARGV[2], cut_utf8(ARGV[3] or '', MAX_ACTOR_BYTES)
+--@include claim_due.lua
 local err = check_keys(nil)
 if err then return err end
-local lease, bad = int_arg(ARGV[1], 'lease_ms', 1, MAX_LEASE_MS)
+local lease, claim_id, count, bad = claim_args(ARGV[1], ARGV[2], ARGV[4])
 if bad then return bad end
-if claim_id == nil or not string.match(claim_id, '^[0-9a-f]+$') or #claim_id > 64 then
-  return bad_arg('claim_id must be 1..64 characters 0-9 a-f')
-end
-local count, bad2 = int_arg(ARGV[4], 'count', 1, MAX_BATCH)
-if bad2 then return bad2 end
+local worker = cut_utf8(ARGV[3] or '', MAX_ACTOR_BYTES)
 local refused = check_types(1, 2, 4, 5)
 if refused then return refused end
-local paused_key = PREFIX .. 'paused'
-local paused_type = redis.call('TYPE', paused_key).ok
-if paused_type ~= 'none' then
-  if paused_type ~= 'hash' then return {'PAUSED', '', '', ''} end
-  local p = redis.call('HMGET', paused_key, 'since_ms', 'actor', 'reason')
-  return {'PAUSED', p[1] or '', p[2] or '', p[3] or ''}
-end
-
-local now = now_ms()
-local deadline = now + lease
-local reply = {'OK', tostring(deadline)}
-local got, looked = 0, 0
-local budget = count + 100
-
--- Why a job cannot be claimed, or nil; its hash fields (state, attempts,
--- payload) when it is a hash.
-local function unclaimable(job_key, kind, score)
-  if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash', nil end
-  local f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload')
-  if f[1] ~= 'pending' then
-    return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending', f
-  end
-  local attempts = f[2] and to_int(f[2])
-  if f[2] and (attempts == nil or attempts < 0 or attempts >= MAX_INT) then
-    return 'attempts "' .. cut_utf8(f[2], 64) .. '" is not an integer in 0..' .. (MAX_INT - 1), f
-  end
-  if tonumber(score) > MAX_INT then return 'due time ' .. score .. ' is out of range', f end
-  return nil, f
-end
-
-local function set_aside(id, job_key, why, f)
-  local plan = f and failure_plan('corrupt: ' .. why)
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('ZADD', KEYS[4], now, id)
-  if f then
-    keep_last_error(job_key, 'corrupt: ' .. why)
-    redis.call('HSET', job_key, 'state', 'failed', 'last_error', 'corrupt: ' .. why)
-    failure_enter(job_key, id, plan, now)
-    emit(KEYS[5], 'corrupt', id, 'pending', 'failed', f[2] and cut_utf8(f[2], 64) or '', worker, now, job_key)
-  else
-    emit(KEYS[5], 'corrupt', id, 'pending', 'failed', '', worker, now, nil)
-  end
-end
-
--- Walks pending from its head (every id looked at leaves pending, so the
--- head moves on) and returns the first claimable job's score, '' when there
--- is none in range, or nil when the budget ran out.
-local function walk(max_score, take)
-  while looked < budget do
-    local want = math.min(budget - looked, take and (count - got) or 1)
-    if take and got >= count then return nil end
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', max_score, 'WITHSCORES', 'LIMIT', 0, want)
-    if #ids == 0 then return '' end
-    for i = 1, #ids, 2 do
-      local id, score = ids[i], ids[i + 1]
-      local job_key = PREFIX .. 'job:' .. id
-      looked = looked + 1
-      local kind = redis.call('TYPE', job_key).ok
-      if kind == 'none' then
-        redis.call('ZREM', KEYS[1], id)
-      else
-        local why, f = unclaimable(job_key, kind, score)
-        if why then
-          set_aside(id, job_key, why, f)
-        elseif not take then
-          return score
-        else
-          local attempts = (to_int(f[2]) or 0) + 1
-          local payload = f[3] or ''
-          redis.call('ZREM', KEYS[1], id)
-          redis.call('ZADD', KEYS[2], deadline, id)
-          redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts, 'claim_id', claim_id)
-          emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key)
-          count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
-          reply[#reply + 1] = id
-          reply[#reply + 1] = tostring(attempts)
-          reply[#reply + 1] = payload
-          got = got + 1
-        end
-      end
-    end
-  end
-  return nil
-end
-
-local due = walk(now, true)
-if got > 0 then return reply end
-if due == nil then return {'EMPTY', tostring(now), tostring(now)} end
-local upcoming = walk('+inf', false)
-if upcoming == nil then return {'EMPTY', tostring(now), tostring(now)} end
-if upcoming ~= '' then upcoming = string.format('%d', math.floor(tonumber(upcoming))) end
-return {'EMPTY', upcoming, tostring(now)}
+local paused = paused_reply()
+if paused then return paused end
+return claim_due(now_ms(), lease, claim_id, worker, count)

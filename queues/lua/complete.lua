@@ -8,6 +8,7 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or attempts.
+--@include finish.lua
 --@include lease_args.lua
 local actor = ARGV[4] or ''
 local refused = check_types(2, 3, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)
@@ -16,6 +17,5 @@ if refused then return refused end
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], now, id)
-redis.call('HSET', KEYS[6], 'state', 'done')
-emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, KEYS[6])
+complete_job(KEYS[6], id, token, actor, now)
 return {'OK', tostring(now)}

@@ -17,6 +17,7 @@
 --            nothing was written
 -- Errors (nothing written): bad keys, a bad job count, attempts or a
 -- repeated id.
+--@include finish.lua
 local actor = ARGV[1] or ''
 local err = check_keys(nil)
 if err then return err end
@@ -56,8 +57,7 @@ for _, i in ipairs(ok) do
   ids[#ids + 1] = id
   scored[#scored + 1] = now
   scored[#scored + 1] = id
-  redis.call('HSET', job_key, 'state', 'done')
-  emit(KEYS[5], 'complete', id, 'active', 'done', tokens[i], actor, now, job_key)
+  complete_job(job_key, id, tokens[i], actor, now)
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 redis.call('ZADD', KEYS[3], unpack(scored))

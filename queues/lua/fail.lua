@@ -15,6 +15,7 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys, attempts or backoff_ms.
+--@include finish.lua
 --@include lease_args.lua
 local message, actor = cut_utf8(ARGV[4] or '', MAX_ERROR_BYTES), ARGV[6] or ''
 local backoff, bad = int_arg(ARGV[5], 'backoff_ms', 0, MAX_LEASE_MS)
@@ -22,21 +23,7 @@ if bad then return bad end
 local refused = check_types(1, 2, 4, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)
 if refused then return refused end
 
-local max_attempts = to_int(redis.call('HGET', KEYS[6], 'max_attempts')) or 3
+local plan = fail_plan(KEYS[6], token, message)
 local now = now_ms()
-keep_last_error(KEYS[6], message)
-if token < max_attempts then
-  local due = now + math.floor(math.min(backoff * 2 ^ math.min(token - 1, 31), 3600000))
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZADD', KEYS[1], due, id)
-  redis.call('HSET', KEYS[6], 'state', 'pending', 'last_error', message)
-  emit(KEYS[5], 'fail', id, 'active', 'pending', token, actor, now, KEYS[6])
-  return {'OK', 'pending', tostring(due)}
-end
-local plan = failure_plan(message)
-redis.call('ZREM', KEYS[2], id)
-redis.call('ZADD', KEYS[4], now, id)
-redis.call('HSET', KEYS[6], 'state', 'failed', 'last_error', message)
-failure_enter(KEYS[6], id, plan, now)
-emit(KEYS[5], 'fail', id, 'active', 'failed', token, actor, now, KEYS[6])
-return {'OK', 'failed', tostring(now)}
+local state, ms = fail_job(KEYS[6], id, token, message, backoff, actor, now, plan)
+return {'OK', state, tostring(ms)}

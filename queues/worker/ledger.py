@@ -55,6 +55,8 @@ class Held:
     # The engine's handle on the running handler (a task or a future), to cancel it when the lease is lost.
     running: Any = None
     outcome: str = ""
+    # A failure's error text and its fail call (sent alone when the round claims nothing).
+    error: str = ""
     report: Call[Any] | None = None
     sent: bool = False
     lost: bool = False
@@ -201,9 +203,9 @@ class Ledger:
                 return False
             if cancelled or error is not None:
                 h.outcome = "fail"
-                h.report = moves.fail(self.queue, h.job.id, h.job.token,
-                                      error="handler cancelled" if cancelled else error_text,
-                                      backoff_ms=self.backoff_ms, actor=self.actor)
+                h.error = "handler cancelled" if cancelled else error_text
+                h.report = moves.fail(self.queue, h.job.id, h.job.token, error=h.error, backoff_ms=self.backoff_ms,
+                                      actor=self.actor)
             else:
                 h.outcome = "complete"
             self._outbox.append(h)
@@ -240,7 +242,15 @@ class Ledger:
             self._outbox = reports + self._outbox
 
     def round(self, reports: list[Held], claim: int) -> Round:
-        """One ``complete_many`` per 1000 completions, one ``fail`` per failure, and a claim when ``claim`` > 0."""
+        """Reports and a claim of ``claim`` jobs in one ``finish_claim`` (up to 1000 reports): one script per
+        round. Otherwise one ``complete_many`` per 1000 completions, one ``fail`` per failure, and a claim
+        when ``claim`` > 0."""
+        if claim > 0 and 0 < len(reports) <= moves.MAX_BATCH:
+            call = moves.finish_claim(self.queue, [moves.Report(h.job.id, h.job.token, h.outcome, h.error)
+                                                   for h in reports],
+                                      lease_ms=self.lease_ms, count=claim, backoff_ms=self.backoff_ms,
+                                      actor=self.actor)
+            return Round(reports, [reports], [call], claim)
         done = [h for h in reports if h.outcome == "complete"]
         groups = [done[i:i + moves.MAX_BATCH] for i in range(0, len(done), moves.MAX_BATCH)]
         calls: list[Call[Any]] = [moves.complete_many(self.queue, [(h.job.id, h.job.token) for h in group],
@@ -260,11 +270,16 @@ class Ledger:
             self._backoff = FIRST_BACKOFF_S
             retry: list[Held] = []
             oom = False
+            # The claim's result: the last call's, or the claim half of a finish_claim.
+            claim_result = results[-1] if rnd.claim > 0 else None
             for group, result in zip(rnd.groups, results):
                 if isinstance(result, NotReplicated):
                     self.stats.not_replicated += len(group)
                     log.warning("%s", result)
                     result = result.result
+                if isinstance(result, moves.FinishedAndClaimed):
+                    claim_result = result.claimed
+                    result = result.finished
                 answers = result if isinstance(result, list) else [result] * len(group)
                 for h, answer in zip(group, answers):
                     oom = oom or isinstance(answer, OutOfMemory)
@@ -273,7 +288,7 @@ class Ledger:
             if retry:
                 self.requeue(retry)
             resend_after = (self.out_of_memory() if oom else RESEND_S) if retry else 0.0
-            claimed = self.book_claim(results[-1]) if rnd.claim > 0 else None
+            claimed = self.book_claim(claim_result) if rnd.claim > 0 else None
             return RoundOutcome(resend_after, claimed)
 
     def _settle(self, h: Held, result: Any) -> bool:

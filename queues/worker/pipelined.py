@@ -1,8 +1,9 @@
 """The pipelined engine: rounds of outcomes out and new jobs in, up to two in flight, handlers beside them.
 
-Every round trip to Redis is one pipeline of independent moves, each still its
-own atomic script: the completions and failures that are ready and a claim of
-up to as many jobs as there are free slots. Two such rounds may be in flight
+Every round trip to Redis reports the completions and failures that are ready
+and claims up to as many jobs as there are free slots, in one ``finish_claim``
+script (one pipeline of ``complete_many``, ``fail`` and ``claim`` when it
+claims nothing or reports more than 1000). Two such rounds may be in flight
 at once (each claiming at most half the slots), so that Redis and the handlers
 work at the same time. A job holds its slot from its claim until its outcome
 is acknowledged, so the worker never holds more leases than

@@ -160,6 +160,11 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
             lambda t: [t[0], t[1], t[2], *[v for pair in t[3] for v in pair]])
     if name == "states":
         return st.lists(job_id, max_size=6)
+    if name == "finish_claim":
+        outcome = st.sampled_from(["complete", "fail", "fail", "done", ""])
+        return st.tuples(actor, lease, st.sampled_from(["ab12", "", "AB"]), limit, st.one_of(st.just("0"), numbers),
+                         st.lists(st.tuples(job_id, attempts, claim_id, outcome, texts), max_size=3)).map(
+            lambda t: [*t[:5], *[v for job in t[5] for v in job]])
     if name == "complete_many":
         return st.tuples(actor, st.lists(st.tuples(job_id, attempts, claim_id), max_size=4)).map(
             lambda t: [t[0], *[v for triple in t[1] for v in triple]])
@@ -170,7 +175,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
-    picks = name in ("claim", "enqueue_many", "complete_many", "recover_expired", "retry_failed", "purge", "stats",
+    picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed", "purge", "stats",
                      "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series",
                      "group_failed")
@@ -206,6 +211,10 @@ def test_a_script_that_answers_nothing_happened_changed_nothing(mq: EchoMQ, name
             return
         if isinstance(reply, list) and reply and reply[0] in NOTHING_HAPPENED:
             assert _dump(client) == before, f"{name} wrote, then answered {reply[:2]}"
+        if name == "finish_claim" and isinstance(reply, list) and len(reply) > 1 and isinstance(reply[1], list) \
+                and reply[1][0] == b"PAUSED" and all(answer[0] == b"REFUSED" for answer in reply[2:]):
+            # Every report refused and the claim half paused: the joined move did nothing.
+            assert _dump(client) == before, f"{name} wrote, then refused every report and answered PAUSED"
         if name in READS:
             assert _dump(client) == before, f"the read {name} wrote"
 

@@ -637,7 +637,9 @@ fired = []
 def claimed_trigger(results):
     """Whether a claim in these results took the job whose payload is "trigger"."""
     for result in results:
-        jobs = result if isinstance(result, list) else []
+        # A claim alone answers a list of jobs; finish_claim carries them in its claim half.
+        jobs = getattr(result, "claimed", result)
+        jobs = jobs if isinstance(jobs, list) else []
         if any(isinstance(job, ClaimedJob) and job.payload == b"trigger" for job in jobs):
             return True
     return False

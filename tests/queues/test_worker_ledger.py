@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from queues.errors import NothingToClaim, NotReplicated, OutOfMemory, Refused, Unavailable
-from queues.moves import ClaimedJob
+from queues.errors import NothingToClaim, NotReplicated, OutOfMemory, Paused, Refused, Unavailable
+from queues.moves import ClaimedJob, FinishedAndClaimed
 from queues.worker.ledger import Held, Ledger
 
 
@@ -71,21 +71,48 @@ def test_not_started_lists_the_prefetched_jobs_only() -> None:
     assert [h.job.id for h in ledger.not_started()] == ["prefetched"]
 
 
-def test_a_round_sends_the_completions_in_one_call_each_failure_alone_and_the_claim_last() -> None:
+def test_a_round_that_claims_sends_its_reports_and_the_claim_in_one_finish_claim() -> None:
     ledger = _ledger()
     a, b, c = _claimed(ledger, "a", "b", "c")
     _finished(ledger, a, c)
     _finished(ledger, b, error=ValueError("boom"))
     rnd = ledger.round(ledger.take_reports(), claim=3)
 
-    assert [call.script for call in rnd.calls] == ["complete_many", "fail", "claim"]
-    assert rnd.calls[0].args[1::3] == ["a", "c"] and rnd.calls[1].args[3] == b"boom"
-    assert rnd.calls[2].args[3] == 3
-    outcome = ledger.book_round(rnd, [[5, _refused("c")], "pending", [_job("d")]])
+    [call] = rnd.calls
+    assert call.script == "finish_claim" and call.args[3] == 3
+    assert call.args[5::5] == ["a", "c", "b"] and call.args[8::5] == ["complete", "complete", "fail"]
+    assert call.args[9::5] == [b"", b"", b"boom"]
+    outcome = ledger.book_round(rnd, [FinishedAndClaimed([5, _refused("c"), "pending"], [_job("d")])])
 
     assert (ledger.stats.completed, ledger.stats.failed, ledger.stats.refused_reports) == (1, 1, 1)
     assert outcome.resend_after == 0 and outcome.claimed is not None
     assert [h.job.id for h in outcome.claimed.start] == ["d"] and ledger.held_ids() == ["d"]
+
+
+def test_a_round_that_claims_nothing_sends_the_completions_in_one_call_and_each_failure_alone() -> None:
+    ledger = _ledger()
+    a, b, c = _claimed(ledger, "a", "b", "c")
+    _finished(ledger, a, c)
+    _finished(ledger, b, error=ValueError("boom"))
+    rnd = ledger.round(ledger.take_reports(), claim=0)
+
+    assert [call.script for call in rnd.calls] == ["complete_many", "fail"]
+    assert rnd.calls[0].args[1::3] == ["a", "c"] and rnd.calls[1].args[3] == b"boom"
+    outcome = ledger.book_round(rnd, [[5, _refused("c")], "pending"])
+
+    assert (ledger.stats.completed, ledger.stats.failed, ledger.stats.refused_reports) == (1, 1, 1)
+    assert outcome.claimed is None and ledger.holding() == 0
+
+
+def test_a_finish_claim_on_a_paused_queue_books_the_reports_and_idles() -> None:
+    ledger = _ledger()
+    (a,) = _claimed(ledger, "a")
+    _finished(ledger, a)
+    rnd = ledger.round(ledger.take_reports(), claim=1)
+    outcome = ledger.book_round(rnd, [FinishedAndClaimed([5], Paused("mail", 1, "op", "deploy"))])
+
+    assert ledger.stats.completed == 1 and ledger.holding() == 0
+    assert outcome.claimed is not None and outcome.claimed.start == [] and outcome.claimed.wait == 0.2
 
 
 def test_reports_redis_did_not_take_go_back_to_the_outbox_and_out_of_memory_backs_off_longer_each_time() -> None:
@@ -96,7 +123,7 @@ def test_reports_redis_did_not_take_go_back_to_the_outbox_and_out_of_memory_back
     for _ in range(3):
         rnd = ledger.round(ledger.take_reports(), claim=1)
         oom = OutOfMemory("full")
-        outcome = ledger.book_round(rnd, [oom, oom])
+        outcome = ledger.book_round(rnd, [oom])
         waits.append(outcome.resend_after)
         assert outcome.claimed is not None and outcome.claimed.start == []
     # The reports and the claim each count a refusal, so the pause doubles twice per round.
@@ -124,10 +151,9 @@ def test_a_move_fewer_replicas_acknowledged_counts_as_done_and_as_not_replicated
     (a,) = _claimed(ledger, "a")
     _finished(ledger, a)
     rnd = ledger.round(ledger.take_reports(), claim=1)
-    ledger.book_round(rnd, [NotReplicated("complete_many", [5], 0, 1, 100),
-                            NotReplicated("claim", [_job("b")], 0, 1, 100)])
+    ledger.book_round(rnd, [NotReplicated("finish_claim", FinishedAndClaimed([5], [_job("b")]), 0, 1, 100)])
 
-    assert (ledger.stats.completed, ledger.stats.not_replicated, ledger.held_ids()) == (1, 2, ["b"])
+    assert (ledger.stats.completed, ledger.stats.not_replicated, ledger.held_ids()) == (1, 1, ["b"])
 
 
 def test_an_empty_claim_waits_until_the_next_job_is_due_at_most_the_poll_interval() -> None:

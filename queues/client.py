@@ -71,6 +71,8 @@ def _lease_hints(calls: list[Call[Any]], results: list[Any]) -> list[tuple[Any, 
     earliest: dict[str, int] = {}
     for call, result in zip(calls, results):
         jobs = result.result if isinstance(result, NotReplicated) else result
+        if isinstance(jobs, moves.FinishedAndClaimed):
+            jobs = jobs.claimed
         if call.leases and isinstance(jobs, list) and jobs:
             deadline = min(job.lease_deadline_ms for job in jobs)
             earliest[call.leases] = min(deadline, earliest.get(call.leases, deadline))

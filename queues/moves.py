@@ -6,8 +6,8 @@ drift apart, and a pipeline can batch any of them.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
@@ -43,7 +43,7 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     # enqueue names its queue so the client can add it to the queue registry.
     registers: str | None = None
-    # claim names its queue so the client can add its lease deadline to the lease index.
+    # claim and finish_claim name their queue so the client can add the lease deadline to the lease index.
     leases: str | None = None
 
 
@@ -173,11 +173,11 @@ def _payload(payload: object) -> bytes:
 
 
 def new_job_id() -> str:
-    return secrets.token_hex(12)
+    return os.urandom(12).hex()
 
 
 def new_claim_id() -> str:
-    return secrets.token_hex(8)
+    return os.urandom(8).hex()
 
 
 def enqueue(queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
@@ -242,16 +242,25 @@ def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", cou
           claim_id: str | None = None) -> Call[list[ClaimedJob]]:
     """Raises :class:`NothingToClaim` (with ``next_due_ms`` and ``now_ms``) when nothing claimable is due."""
     keys = QueueKeys(queue)
+    args = _claim_args(lease_ms, claim_id, worker, count)
+    return Call("claim", keys.script_keys(None), args, _claim_reply(keys.queue, args[1]), leases=keys.queue)
+
+
+def _claim_args(lease_ms: int, claim_id: str | None, worker: str, count: int) -> list[Any]:
     lease_ms = _int(lease_ms, "lease_ms", 1, MAX_LEASE_MS)
     count = _int(count, "count", 1, MAX_BATCH)
     claim_id = claim_id or new_claim_id()
     if not _CLAIM_ID.match(claim_id):
         raise InvalidInput("claim_id must be 1..64 characters 0-9 a-f")
+    return [lease_ms, claim_id, worker, count]
 
+
+def _claim_reply(queue: str, claim_id: str) -> Callable[[list[Any]], list[ClaimedJob]]:
+    """How claim's reply reads (claim's own, or the claim half of finish_claim's)."""
     def parse(reply: list[Any]) -> list[ClaimedJob]:
         refused_whole("claim", reply)
         if _text(reply[0]) == "PAUSED":
-            raise Paused(keys.queue, digits(reply[1]), _text(reply[2]), _text(reply[3]))
+            raise Paused(queue, digits(reply[1]), _text(reply[2]), _text(reply[3]))
         if _text(reply[0]) == "EMPTY":
             raise NothingToClaim(f"nothing to claim in {queue}", int(_text(reply[1])) if reply[1] else None,
                                  int(_text(reply[2])))
@@ -260,7 +269,7 @@ def claim(queue: str, *, lease_ms: int = DEFAULT_LEASE_MS, worker: str = "", cou
         return [ClaimedJob(queue, _text(rest[i]), int(rest[i + 1]), claim_id, rest[i + 2], deadline)
                 for i in range(0, len(rest), 3)]
 
-    return Call("claim", keys.script_keys(None), [lease_ms, claim_id, worker, count], parse, leases=keys.queue)
+    return parse
 
 
 def _lease_call(move: str, queue: str, job_id: str, token: object, extra: list[Any],
@@ -351,8 +360,9 @@ def finish_claim(queue: str, reports: list[Report], *, lease_ms: int = DEFAULT_L
     keys = QueueKeys(queue)
     if len(reports) > MAX_BATCH:
         raise InvalidInput(f"give at most {MAX_BATCH} reports, not {len(reports)}")
-    claiming = claim(queue, lease_ms=lease_ms, worker=actor, count=count, claim_id=claim_id)
-    args: list[Any] = [actor, *claiming.args[:2], claiming.args[3], _int(backoff_ms, "backoff_ms", 0, MAX_LEASE_MS)]
+    lease_ms, claim_id, _, count = _claim_args(lease_ms, claim_id, actor, count)
+    parse_claim = _claim_reply(keys.queue, claim_id)
+    args: list[Any] = [actor, lease_ms, claim_id, count, _int(backoff_ms, "backoff_ms", 0, MAX_LEASE_MS)]
     ids: list[str] = []
     for report in reports:
         fencing = FencingToken.parse(report.token)
@@ -377,12 +387,12 @@ def finish_claim(queue: str, reports: list[Report], *, lease_ms: int = DEFAULT_L
             else:
                 finished.append(_text(answer[1]))
         try:
-            claimed: list[ClaimedJob] | NothingToClaim | Paused = claiming.parse(reply[1])
+            claimed: list[ClaimedJob] | NothingToClaim | Paused = parse_claim(reply[1])
         except (NothingToClaim, Paused) as nothing:
             claimed = nothing
         return FinishedAndClaimed(finished, claimed)
 
-    return Call("finish_claim", keys.script_keys(None), args, parse)
+    return Call("finish_claim", keys.script_keys(None), args, parse, leases=keys.queue)
 
 
 def release(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[int]:

@@ -273,6 +273,20 @@ end
 -- to the job's history. `job_key` is nil for moves that delete the hash and
 -- for extend (a heartbeat is an event, not history).
 local EVENTS_MAXLEN = 10000
+-- Whether a counter hash may be written (it is a hash, or does not exist yet: 'new'), asked of Redis once
+-- per key and call: a script writes these keys only as hashes, so the answer holds for the rest of the
+-- call, and a move that counts several things into one key (or a batch counting into the same minute)
+-- does not ask again.
+local counter_kind = {}
+local function counter_usable(key)
+  local kind = counter_kind[key]
+  if kind == nil then
+    local actual = redis.call('TYPE', key).ok
+    kind = (actual == 'hash' and 'hash') or (actual == 'none' and 'new') or false
+    counter_kind[key] = kind
+  end
+  return kind
+end
 -- Counters that outlive every reader: the hash <prefix>counts, one field per
 -- move (fail and recover per target: 'fail:pending', 'recover:failed'),
 -- counted by the move itself, in the queue's slot, so every console process
@@ -281,10 +295,10 @@ local EVENTS_MAXLEN = 10000
 local function count_move(events_key, move, to)
   if move == 'extend' then return end
   local key = string.sub(events_key, 1, -7) .. 'counts'
-  local kind = redis.call('TYPE', key).ok
-  if kind ~= 'hash' and kind ~= 'none' then return end
+  if not counter_usable(key) then return end
   if move == 'fail' or move == 'recover' then move = move .. ':' .. to end
   redis.call('HINCRBY', key, move, 1)
+  counter_kind[key] = 'hash'
 end
 
 -- History that outlives every reader: per minute and per hour, counts of
@@ -303,10 +317,11 @@ local function count_series(prefix, ts, field)
   local minute, hour = math.floor(ts / 60000), math.floor(ts / 3600000)
   for _, slot in ipairs({{'m:' .. minute, MINUTE_KEEP_MS}, {'h:' .. hour, HOUR_KEEP_MS}}) do
     local key = prefix .. slot[1]
-    local kind = redis.call('TYPE', key).ok
-    if kind == 'none' or kind == 'hash' then
+    local kind = counter_usable(key)
+    if kind then
       redis.call('HINCRBY', key, field, 1)
-      if kind == 'none' then redis.call('PEXPIRE', key, slot[2]) end
+      if kind == 'new' then redis.call('PEXPIRE', key, slot[2]) end
+      counter_kind[key] = 'hash'
     end
   end
 end
@@ -326,10 +341,10 @@ local function count_duration(prefix, kind, ms)
   if ms ~= ms then return end
   ms = math.min(math.max(ms, 0), MAX_DELAY_MS)
   local key = prefix .. 'counts'
-  local type_ = redis.call('TYPE', key).ok
-  if type_ ~= 'hash' and type_ ~= 'none' then return end
+  if not counter_usable(key) then return end
   redis.call('HINCRBY', key, kind .. ':' .. bucket_of(ms), 1)
   redis.call('HINCRBY', key, kind .. ':sum', math.floor(ms))
+  counter_kind[key] = 'hash'
 end
 local function count_wait(prefix, ts, waited_ms)
   count_series(prefix, ts, 'w' .. bucket_of(waited_ms))

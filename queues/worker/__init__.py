@@ -8,9 +8,10 @@ the worker's loop.
 
 The worker is made of parts, each in its own module: a ledger of the jobs it
 holds (:mod:`.ledger`: every claim, outcome, report and release is booked
-there, once), two engines that run handlers and make the round trips (the
-pipelined one in :mod:`.pipelined`; the one-thread one in :mod:`.single`, for
-one sync handler without prefetch on standalone Redis), the heartbeat and the
+there, once), three engines that run handlers and make the round trips (the
+pipelined one in :mod:`.pipelined`; for one handler without prefetch, the
+one-thread one in :mod:`.single` for a sync handler on standalone Redis and the
+one-task one in :mod:`.one_task` for an async handler), the heartbeat and the
 hand-back they share (:mod:`.heartbeat`), and this facade, which checks the
 settings, connects, picks the engine and handles signals.
 
@@ -33,7 +34,8 @@ reported, claims nothing, and sends them again with a growing pause (up to
 is completed once Redis has room, not lost to a lapsed lease.
 
 On SIGTERM (or when the ``stop`` event of :meth:`Worker.serve` is set) the
-worker stops claiming and no handler starts any more: every job not yet
+worker stops claiming and no handler starts any more (from the moment Python
+sees the signal, before the loop has run anything else): every job not yet
 started (prefetched, or returned by a claim that was in flight) is handed back
 at once with the ``release`` move; running handlers get ``grace_ms`` to finish,
 then their jobs are handed back too, so no job is left in limbo.
@@ -60,6 +62,7 @@ from ..keys import validate_queue_name
 from . import heartbeat
 from .handlers import Handler, HandlerThreads, error_text, event_loop_factory, is_async, load_handler
 from .ledger import Ledger, WorkerStats
+from .one_task import OneTaskEngine
 from .pipelined import PipelinedEngine
 from .settings import WorkerSettings
 from .single import SingleThreadEngine
@@ -163,11 +166,18 @@ class Worker:
 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, on_signal, signum)
+            # The loop runs on_signal on its next turn, after callbacks already due (a claim's reply that
+            # would start a handler, say); Python runs this one on the main thread as soon as it sees the
+            # signal, so that from then on no handler starts. The loop is still woken to run on_signal.
+            signal.signal(signum, self._stopping_now)
         try:
             return await self.serve(stop)
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
+
+    def _stopping_now(self, signum: int, frame: object) -> None:
+        self.ledger.stopping.set()
 
     async def serve(self, stop: asyncio.Event | None = None) -> WorkerStats:
         """Works until ``stop`` is set, then shuts down gracefully; returns the tallies."""
@@ -199,8 +209,11 @@ class Worker:
         return self.stats
 
     def _make_engine(self, client: AsyncEchoMQ) -> Engine:
-        # One sync handler without prefetch works on a thread and connection of its own.
-        if self.concurrency == 1 and not self.prefetch and not is_async(self.handler):
+        # One handler without prefetch: a sync one works on a thread and connection of its own, an async one
+        # in one task.
+        if self.concurrency == 1 and not self.prefetch:
+            if is_async(self.handler):
+                return OneTaskEngine(self.settings, self.ledger, self.handler, client)
             runner = client.blocking_runner()
             if runner is not None:
                 return SingleThreadEngine(self.settings, self.ledger, self.handler, client, runner)

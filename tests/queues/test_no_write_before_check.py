@@ -175,8 +175,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
 
 def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
-    picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed", "purge", "stats",
-                     "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
+    picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed",
+                     "purge", "stats", "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series",
                      "group_failed")
     if name == "exchange:admit_order":

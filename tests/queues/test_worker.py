@@ -18,6 +18,7 @@ from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, InvalidInput
 from queues.keys import STATES, QueueKeys
 from queues.worker import HandlerThreads, Worker, WorkerStats, load_handler
 from tests.support.redis_servers import RedisServer
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -645,14 +646,20 @@ def claimed_trigger(results):
     return False
 
 
+def _say_started(what):
+    # One write, so that a log line of the loop's thread cannot land inside it.
+    sys.stderr.write(f"started {what}\\n")
+    sys.stderr.flush()
+
+
 def handle(job):
-    print("started", job.payload.decode(), file=sys.stderr, flush=True)
+    _say_started(job.payload.decode())
     if job.payload == b"slow":
         time.sleep(1.0)
 
 
 async def handle_async(job):
-    print("started", job.payload.decode(), file=sys.stderr, flush=True)
+    _say_started(job.payload.decode())
     if job.payload == b"slow":
         await asyncio.sleep(1.0)
 
@@ -716,3 +723,72 @@ def test_a_claim_answered_after_sigterm_starts_no_handler_and_its_jobs_are_hande
     if concurrency > 1:
         # Handed back while the slow handler still ran, not when the grace period ended.
         assert moves.index(("release", trigger)) < moves.index(("complete", slow))
+
+
+# SIGTERM while a handler is held: the prefetched jobs go back at once, no handler starts -------------------------
+
+HELD = '''
+import asyncio
+import os
+import sys
+import time
+
+GO = os.environ["EMQ_TEST_GO"]
+
+
+def _say_started(what):
+    # One write, so that a log line of the loop's thread cannot land inside it.
+    sys.stderr.write(f"started {what}\\n")
+    sys.stderr.flush()
+
+
+def hold(job):
+    _say_started(job.id)
+    while not os.path.exists(GO):
+        time.sleep(0.01)
+
+
+async def hold_async(job):
+    _say_started(job.id)
+    while not os.path.exists(GO):
+        await asyncio.sleep(0.01)
+'''
+
+
+@pytest.mark.parametrize("handler", ["hold", "hold_async"])
+def test_after_sigterm_the_prefetched_jobs_are_released_while_the_held_handler_runs_and_none_starts(
+        mq: EchoMQ, redis_url: str, tmp_path: Path, handler: str) -> None:
+    (tmp_path / "held_handler.py").write_text(HELD)
+    go = tmp_path / "go"
+    ids = [mq.enqueue("mail", "x", job_id=f"{n}-job") for n in range(5)]
+    code = textwrap.dedent(f"""
+        import logging
+        from queues.worker import Worker
+        logging.basicConfig(level=logging.INFO)
+        Worker(queue="mail", handler="held_handler:{handler}", url={redis_url!r}, concurrency=1, prefetch=2,
+               grace_ms=60_000).run()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "EMQ_TEST_GO": str(go)}
+    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        # The handler holds the first job; the worker holds two more, prefetched.
+        wait_until(lambda: mq.stats("mail").counts["active"] == 3, 20, "one job running and two prefetched")
+        worker.send_signal(signal.SIGTERM)
+        # Released at once: the handler still holds its job (the grace period is a minute).
+        wait_until(lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0, "failed": 0}, 20,
+                   "the prefetched jobs handed back while the handler runs")
+        assert worker.poll() is None
+        go.touch()
+        _, err = worker.communicate(timeout=20)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+    assert worker.returncode == 0, err
+    started = [line.split()[1] for line in err.splitlines() if line.startswith("started ")]
+    assert started == [ids[0]], err
+    assert mq.job("mail", ids[0]).state == "done"
+    released = [e.job_id for e in mq.events("mail", count=100) if e.move == "release"]
+    assert sorted(released) == ids[1:3]
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 4}
+    assert [mq.job("mail", job_id).attempts for job_id in ids[1:]] == ["1", "1", "0", "0"]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 import redis
 
-from queues import EchoMQ, InvalidInput, NothingToClaim, Paused, QueueKeys, Refused, moves
+from queues import AsyncEchoMQ, EchoMQ, InvalidInput, NothingToClaim, Paused, QueueKeys, Refused, moves
 from queues.failures import groups
+from queues.keys import LEASE_INDEX
 from queues.moves import Call, FencingToken, Report
 from tests.support.keyspace import keyspace_dump
+from tests.support.waiting import wait_until
 
 
 def _finish_claim(mq: EchoMQ, queue: str, reports: list[Report], count: int = 1) -> moves.FinishedAndClaimed:
@@ -201,3 +204,28 @@ def test_history_counters_events_and_groups_are_those_of_complete_then_claim(mq:
     assert joined == apart
     assert apart["sets"] == {"pending": 0, "active": 0, "done": 2, "failed": 1}
     assert [move for move, *_ in apart["events"]].count("claim") == 4
+
+
+def test_the_jobs_it_claims_are_noted_in_the_lease_index_as_a_claims_are(mq: EchoMQ, redis_url: str) -> None:
+    mq.enqueue_many("q", ["a", "b", "c"])
+    [held] = mq.claim("q", lease_ms=60_000)
+    mq.redis.delete(LEASE_INDEX)
+
+    result = mq.run(moves.finish_claim("q", [Report(held.id, held.token)], lease_ms=5_000, actor="w"))
+    assert isinstance(result.claimed, list)
+    wait_until(lambda: mq.redis.zscore(LEASE_INDEX, "q") is not None, 10, "the sync client's note")
+    assert mq.redis.zscore(LEASE_INDEX, "q") == result.claimed[0].lease_deadline_ms
+
+    async def through_the_async_client(job: moves.ClaimedJob) -> moves.FinishedAndClaimed:
+        client = AsyncEchoMQ.from_url(redis_url, actor="w")
+        try:
+            [joined] = await client.run_many([moves.finish_claim("q", [Report(job.id, job.token)], lease_ms=1_000)])
+            return joined  # type: ignore[no-any-return]
+        finally:
+            await client.close()
+
+    mq.redis.delete(LEASE_INDEX)
+    joined = asyncio.run(through_the_async_client(result.claimed[0]))
+    assert isinstance(joined.claimed, list)
+    wait_until(lambda: mq.redis.zscore(LEASE_INDEX, "q") is not None, 10, "the async client's note")
+    assert mq.redis.zscore(LEASE_INDEX, "q") == joined.claimed[0].lease_deadline_ms

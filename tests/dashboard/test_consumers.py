@@ -36,7 +36,7 @@ async def connect(path: str, cookie: bytes | None, origin: bytes = b"http://loca
     if cookie:
         headers.append((b"cookie", cookie))
     communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
     assert connected
     return communicator
 
@@ -63,7 +63,7 @@ async def test_a_socket_from_another_origin_is_refused(console_mq: EchoMQ, viewe
     communicator = WebsocketCommunicator(application, "/ws/overview/",
                                          headers=[(b"origin", b"http://evil.example"), (b"cookie", viewer_cookie)])
 
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
 
     assert not connected
 

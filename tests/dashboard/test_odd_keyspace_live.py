@@ -36,7 +36,7 @@ async def test_a_socket_to_a_path_the_console_does_not_serve_is_closed_with_4404
     communicator = WebsocketCommunicator(application, "/ws/no-such-page/?q=a",
                                          headers=[(b"origin", b"http://localhost"), (b"host", b"localhost"),
                                                   (b"cookie", operator_cookie)])
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
 
     assert connected and await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": 4404}
 

@@ -45,7 +45,7 @@ async def connect(path: str, cookie: bytes | None) -> WebsocketCommunicator:
     if cookie:
         headers.append((b"cookie", cookie))
     communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
     assert connected
     return communicator
 

@@ -72,7 +72,8 @@ class OperatorMove:
 
     def offered(self, state: str, *, delayed: bool = True) -> bool:
         """Whether a job shown in ``state`` is offered this move (``delayed``: a pending job due later)."""
-        return state in self.applies_to and (self.only_if != "delayed" or delayed)
+        applies = state in self.applies_to or (self.odd_states and state not in STATES)
+        return applies and (self.only_if != "delayed" or delayed)
 
 
 

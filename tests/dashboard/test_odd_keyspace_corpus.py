@@ -126,9 +126,9 @@ def _write_as(client: redis.Redis, key: bytes, kind: str) -> None:
         client.xadd(key, {b"x": b"1"})
 
 
-def test_a_job_hash_missing_its_fields_can_still_be_deleted_from_its_page(operator_client: Client,
-                                                                          console_mq: EchoMQ,
-                                                                          raw: redis.Redis) -> None:
+def test_a_job_hash_missing_its_fields_shows_why_and_offers_delete(operator_client: Client,
+                                                              console_mq: EchoMQ,
+                                                              raw: redis.Redis) -> None:
     raw.sadd(REGISTRY, b"mail")
     raw.hset(job_key(b"mail", b"bare"), b"note", b"x")
     raw.zadd(prefix(b"mail") + b"failed", {b"bare": 5})

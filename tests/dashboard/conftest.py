@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,6 +12,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from dashboard.census import census_reset
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from queues import EchoMQ
+from queues.follower import Follower
 
 
 @pytest.fixture
@@ -53,3 +54,27 @@ def operator_client(operator: User) -> Client:
 
 def htmx_post(client: Client, url: str, data: dict[str, object]) -> object:
     return client.post(url, data, headers={"HX-Request": "true"})
+
+
+def session_cookie(user: User) -> bytes:
+    """The Cookie header of a logged-in session of ``user``, as a socket's handshake carries it."""
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+@pytest.fixture
+def viewer_cookie(viewer: User) -> bytes:
+    return session_cookie(viewer)
+
+
+@pytest.fixture
+def operator_cookie(operator: User) -> bytes:
+    return session_cookie(operator)
+
+
+@pytest.fixture
+async def stop_followers() -> AsyncIterator[None]:
+    """Stops this process's followers after a socket test, so none outlives its event loop."""
+    yield
+    await Follower.stop_all()

@@ -1,34 +1,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
-from django.test import Client
 
 from dashboard.asgi import application
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
-from queues.follower import Follower
 from queues.keys import QUEUE_REGISTRY
 from tests.support.redis_servers import RedisServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-async def stop_followers() -> AsyncIterator[None]:
-    yield
-    await Follower.stop_all()
-
-
-@pytest.fixture
-def viewer_cookie(viewer: User) -> bytes:
-    client = Client()
-    client.force_login(viewer)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 async def connect(path: str, cookie: bytes | None, origin: bytes = b"http://localhost") -> WebsocketCommunicator:

@@ -9,7 +9,6 @@ import time
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
 from django.test import Client
 
 from dashboard.asgi import application
@@ -19,12 +18,6 @@ from queues.follower import Follower
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-@pytest.fixture
-def operator_cookie(operator: User) -> bytes:
-    client = Client()
-    client.force_login(operator)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 async def first_messages(path: str, cookie: bytes, until: str, timeout: float = 15.0) -> list[str]:

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
-from django.test import Client
 
 from dashboard.asgi import application
 from queues import EchoMQ
-from queues.follower import Follower
 from tests.dashboard.test_consumers import connect, receive_until
 from tests.support.odd_keyspace import REGISTRY, invisible_shown, prefix, write_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-async def stop_followers() -> AsyncIterator[None]:
-    yield
-    await Follower.stop_all()
-
-
-@pytest.fixture
-def operator_cookie(operator: User) -> bytes:
-    client = Client()
-    client.force_login(operator)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 async def test_a_socket_to_a_path_the_console_does_not_serve_is_closed_with_4404(operator_cookie: bytes,

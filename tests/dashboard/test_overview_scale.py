@@ -8,7 +8,6 @@ import time
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings as SettingsWrapper
@@ -116,12 +115,6 @@ async def connect(path: str, cookie: bytes) -> WebsocketCommunicator:
     assert connected
     return communicator
 
-
-@pytest.fixture
-def viewer_cookie(viewer: User) -> bytes:
-    client = Client()
-    client.force_login(viewer)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -21,7 +21,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -39,7 +39,6 @@ from dashboard.asgi import application
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.routing import websocket_urlpatterns
 from queues import EchoMQ
-from queues.follower import Follower
 from queues.search import Search
 from tests.support.confirm import post_confirming
 from tests.support.jobs import failed_job, failed_jobs
@@ -333,11 +332,6 @@ def test_every_websocket_route_and_message_type_has_an_entry_in_the_table() -> N
         for route, types in untyped.items() if types)
     assert not set(SOCKETS) - set(routes), "SOCKETS has entries for routes that no longer exist"
 
-
-@pytest.fixture
-async def stop_followers() -> AsyncIterator[None]:
-    yield
-    await Follower.stop_all()
 
 
 def _cookie(user: User) -> str:

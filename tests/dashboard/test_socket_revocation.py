@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,18 +18,12 @@ from dashboard.actions.models import AuditEntry
 from dashboard.asgi import application
 from dashboard.roles import OPERATORS, VIEWERS, ensure_roles, user_create
 from queues import EchoMQ
-from queues.follower import Follower
 from queues.search import Search
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WITHIN_S = 5.0
 
-
-@pytest.fixture
-async def stop_followers() -> AsyncIterator[None]:
-    yield
-    await Follower.stop_all()
 
 
 def _session(user: User) -> str:

@@ -26,12 +26,6 @@ from tests.support.jobs import failed_job
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def viewer_cookie(viewer: User) -> bytes:
-    client = Client()
-    client.force_login(viewer)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
 
 def ws_path(client: Client, url: str) -> str:
     page = client.get(url)
@@ -127,12 +121,6 @@ async def test_the_socket_streams_the_matches_then_says_it_finished(viewer_clien
     assert "search-act-" in act and "<form" not in act  # a viewer is offered no action
     assert (await communicator.receive_output(timeout=5))["type"] == "websocket.close"
 
-
-@pytest.fixture
-def operator_cookie(operator: User) -> bytes:
-    client = Client()
-    client.force_login(operator)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 async def test_an_operator_is_offered_the_moves_of_the_state_with_the_count(operator_client: Client,

@@ -13,12 +13,8 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from dashboard.middleware import (  # noqa: E402
-    BodyLimit,
-    LoopbackOnlyWhileDebug,
-    WebsocketOriginValidator,
-    bound_daphne_requests,
-)
+from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOriginValidator  # noqa: E402
+from dashboard.daphne_requests import bound_daphne_requests  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 

@@ -4,7 +4,7 @@ EMQ_DEMO=1 allows a generated SECRET_KEY and DEBUG for the local demo. Outside
 the demo the console refuses to start without a SECRET_KEY of at least 50
 characters, or with DEBUG on while ALLOWED_HOSTS names a non-local host; and
 whatever ALLOWED_HOSTS says, while DEBUG is on it answers only connections
-made to a loopback address (dashboard.middleware.LoopbackOnlyWhileDebug), so
+made to a loopback address (dashboard.asgi_limits.LoopbackOnlyWhileDebug), so
 binding a debug server to 0.0.0.0 shows nobody else a traceback.
 
 Behind a TLS proxy, the variables named like Django's settings
@@ -78,7 +78,7 @@ ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1", ".localhost", "testserver"}
 if DEBUG and not DEMO and any(h not in _LOCAL_HOSTS for h in ALLOWED_HOSTS):
     raise ImproperlyConfigured("DEBUG must be off when ALLOWED_HOSTS names a non-local host")
-# Also the origins a WebSocket may come from: one check for both (dashboard.middleware.websocket_origin_trusted).
+# Also the origins a WebSocket may come from: one check for both (dashboard.asgi_limits.websocket_origin_trusted).
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS")
 
 # Behind a TLS proxy (README, "Running it for real"); each is off unless set.
@@ -93,7 +93,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 
-# Request bodies (dashboard.middleware): larger ones are answered 413 before
+# Request bodies (dashboard.asgi_limits, dashboard.daphne_requests): larger ones are answered 413 before
 # they are read, and a body that pauses longer than the timeout is cut (408).
 EMQ_MAX_BODY_BYTES = int(_number("EMQ_MAX_BODY_BYTES", 1024 * 1024, minimum=1024))
 EMQ_BODY_TIMEOUT_S = _number("EMQ_BODY_TIMEOUT_S", 10.0, minimum=0.1)
@@ -199,7 +199,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_USERNAME_CALLABLE = "dashboard.middleware.login_username"
+AXES_USERNAME_CALLABLE = "dashboard.login_throttling.login_username"
 AXES_VERBOSE = False
 
 LOGIN_URL = "login"

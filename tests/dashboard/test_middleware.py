@@ -11,7 +11,7 @@ from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.asgi import application
-from dashboard.middleware import websocket_origin_trusted
+from dashboard.asgi_limits import websocket_origin_trusted
 from queues import EchoMQ
 
 pytestmark = pytest.mark.django_db(transaction=True)

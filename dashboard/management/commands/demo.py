@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.middleware import is_loopback
+from dashboard.asgi_limits import is_loopback
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from exchange import InvalidOrder, place_order
 from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, EmqError

@@ -96,6 +96,7 @@
     waiting = incoming;
     const head = current.querySelector(".panel-head"), freshHead = incoming.querySelector(".panel-head");
     if (head && freshHead) Idiomorph.morph(head, freshHead, { morphStyle: "outerHTML" });
+    syncPickAll();
     const fresh = new Map(rowsOf(incoming).map((r) => [r.dataset.job, r]));
     const elsewhere = new Map(Array.from(incoming.querySelectorAll("#jobs-elsewhere li"), (li) => [li.dataset.job, li.dataset]));
     const shown = new Set();
@@ -238,11 +239,16 @@
   document.addEventListener("close", maybeApplyCore, true);
 
   // --- ticks: select all shown ------------------------------------------
+  // The "Ticked:" buttons wait for a tick: a press with none would only be refused.
   const syncPickAll = () => {
-    const all = document.querySelector(".pick-all");
-    if (!all) return;
     const boxes = Array.from(document.querySelectorAll("#queue-jobs .pick-job"));
     const ticked = boxes.filter((b) => b.checked).length;
+    for (const button of document.querySelectorAll("#selection-form button")) {
+      button.disabled = ticked === 0;
+      button.title = ticked === 0 ? "tick a row first" : button.dataset.title || "";
+    }
+    const all = document.querySelector(".pick-all");
+    if (!all) return;
     all.checked = boxes.length > 0 && ticked === boxes.length;
     all.indeterminate = ticked > 0 && ticked < boxes.length;
   };

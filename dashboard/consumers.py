@@ -27,6 +27,7 @@ from queues.follower import Follower, Subscription
 from . import presenters
 from .census import census_pass
 from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
+from .roles import can_view
 from .services import redis_url
 
 log = logging.getLogger(__name__)
@@ -37,17 +38,29 @@ RECHECK_USER_S: Final = 2.0
 # Close codes the page's script explains (and htmx does not retry).
 NOT_LOGGED_IN: Final = 4401
 BAD_REQUEST: Final = 4400
+# Signed in, but the account holds no console role (never had one, or lost it while the socket was open).
+NO_ROLE: Final = 4403
 NOT_FOUND: Final = 4404
 
 
+async def refusal_code(user: Any) -> int | None:
+    """4401 for nobody signed in, 4403 for an account that may not view the console, else None."""
+    if user is None or not user.is_authenticated:
+        return NOT_LOGGED_IN
+    # has_perm reads the groups from the database: not on the event loop.
+    if not await database_sync_to_async(can_view)(user):
+        return NO_ROLE
+    return None
+
+
 async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] | None:
-    """Accepts the socket; closes it with 4401 unless a user is logged in, else returns its query."""
+    """Accepts the socket; closes it with 4401 (nobody signed in) or 4403 (no console role), else returns its query."""
     # Accept first, then close with a code: a refused handshake reaches the
     # browser as 1006, which the ws extension would retry for ever.
     await consumer.accept()
-    user = consumer.scope.get("user")
-    if user is None or not user.is_authenticated:
-        await consumer.close(code=NOT_LOGGED_IN)
+    code = await refusal_code(consumer.scope.get("user"))
+    if code is not None:
+        await consumer.close(code=code)
         return None
     return dict(parse_qsl(consumer.scope.get("query_string", b"").decode()))
 
@@ -70,13 +83,15 @@ async def current_user(consumer: AsyncWebsocketConsumer) -> Any:
 
 
 def watch_user(consumer: AsyncWebsocketConsumer) -> asyncio.Task[None]:
-    """Re-reads the user every RECHECK_USER_S and closes the socket with 4401 once they are signed out."""
+    """Re-reads the user every RECHECK_USER_S; closes the socket with 4401 once they are signed out, 4403 once
+    their account lost the console role."""
 
     async def watch() -> None:
         while True:
             await asyncio.sleep(RECHECK_USER_S)
-            if not (await current_user(consumer)).is_authenticated:
-                await consumer.close(code=NOT_LOGGED_IN)
+            code = await refusal_code(await current_user(consumer))
+            if code is not None:
+                await consumer.close(code=code)
                 return
 
     return asyncio.create_task(watch())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
@@ -27,6 +26,7 @@ from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
+from .viewing import viewers_only
 
 
 def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
@@ -48,7 +48,7 @@ def overview_window(census: Census, query: presenters.OverviewQuery) -> tuple[li
 
 
 @require_GET
-@login_required
+@viewers_only
 def overview(request: HtmxHttpRequest) -> HttpResponse:
     query = presenters.OverviewQuery.from_query(request.GET)
     background = census_pass()
@@ -84,7 +84,7 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     name = request.GET.get("q", "")
     context: dict[str, Any] = {"queue": name, "now_ms": 0}
@@ -118,7 +118,7 @@ def _job_params(request: HttpRequest) -> tuple[str, str]:
 
 
 @require_GET
-@login_required
+@viewers_only
 def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
     try:
@@ -145,7 +145,7 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def job_payload(request: HttpRequest) -> HttpResponse:
     """The whole payload as a download: never rendered by the browser, whatever it holds."""
     try:
@@ -166,7 +166,7 @@ def job_payload(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def find(request: HttpRequest) -> HttpResponse:
     job_id = request.GET.get("id", "").strip()
     queue = request.GET.get("q", "").strip()

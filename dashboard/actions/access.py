@@ -8,7 +8,8 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from dashboard.roles import can_act
+from dashboard.roles import can_act, can_view
+from dashboard.viewing import NO_ROLE_REFUSAL
 
 from .models import QueueGrant
 
@@ -17,7 +18,9 @@ VIEWER_REFUSAL = "You are signed in as a viewer: viewers see everything and chan
 
 def refusal(user: Any, queue: str | None = None) -> str | None:
     """Why ``user`` may not act (on ``queue``), or None when they may."""
-    if not user.is_authenticated or not can_act(user):
+    if not user.is_authenticated or not can_view(user):
+        return NO_ROLE_REFUSAL
+    if not can_act(user):
         return VIEWER_REFUSAL
     if queue is None:
         return None

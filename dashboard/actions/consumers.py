@@ -19,7 +19,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 
-from dashboard.consumers import BAD_REQUEST, NOT_LOGGED_IN, accept_signed_in, current_user, watch_user
+from dashboard.consumers import BAD_REQUEST, accept_signed_in, current_user, refusal_code, watch_user
 from queues import InvalidInput
 
 from . import access, services
@@ -63,8 +63,9 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self._note("not understood: this socket only takes a cancel")
             return
         user = await current_user(self)
-        if not user.is_authenticated:
-            await self.close(code=NOT_LOGGED_IN)
+        code = await refusal_code(user)
+        if code is not None:
+            await self.close(code=code)
             return
         try:
             await database_sync_to_async(services.run_cancel)(user=user, entry_id=self.entry_id)

@@ -9,7 +9,6 @@ from functools import wraps
 from typing import Any, Final
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -29,6 +28,7 @@ from dashboard.search.requests import (
     valid_run_token,
 )
 from dashboard.services import emq
+from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
 from queues.failures import groups
 from queues.search import Limits, Search, check_match_move
@@ -218,7 +218,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     entry = get_object_or_404(AuditEntry, pk=pk)
     return _page_or_fragment(request, "dashboard/actions/run.html",
@@ -226,7 +226,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def audit_log(request: HttpRequest) -> HttpResponse:
     filters = {name: request.GET.get(name, "").strip() for name in ("user", "queue", "action", "outcome")}
     entries = AuditEntry.objects.all()

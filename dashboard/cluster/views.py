@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from dashboard.viewing import viewers_only
 from queues import Unavailable
 from queues.cluster import ClusterView, Node, cluster_report
 
@@ -37,7 +37,7 @@ def _node_rows(view: ClusterView) -> list[NodeRow]:
 
 
 @require_GET
-@login_required
+@viewers_only
 def cluster_page(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"sweeper": sweeper_status(), "now_ms": 0}
     try:
@@ -53,6 +53,6 @@ def cluster_page(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def sweeper_fragment(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/_sweeper_status.html", {"sweeper": sweeper_status()})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard.services import read
+from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable, reads, validate_queue_name
 
 QUEUES_PER_PAGE: Final = 200
@@ -36,7 +36,7 @@ def held_by_gone_worker(queue: str, state: str, worker: str) -> bool:
 
 
 @require_GET
-@login_required
+@viewers_only
 def workers_page(request: HttpRequest) -> HttpResponse:
     """Every live worker of the registered queues, ``QUEUES_PER_PAGE`` queues at a time (``after``: a name)."""
     after = request.GET.get("after", "")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from dashboard.viewing import viewers_only
 from queues import STATES, InvalidInput, Unavailable, validate_queue_name
 from queues.failures import groups
 
@@ -52,7 +52,7 @@ def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:
 
 
 @require_GET
-@login_required
+@viewers_only
 def search_page(request: HtmxHttpRequest) -> HttpResponse:
     context, status = search_context(request)
     if request.htmx and request.htmx.target == RESULTS_TARGET:
@@ -61,7 +61,7 @@ def search_page(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@viewers_only
 def failures_page(request: HttpRequest) -> HttpResponse:
     """A queue's failed jobs grouped by cause, largest group first: one bounded read, whatever the failed count."""
     name = request.GET.get("q", "")

@@ -12,7 +12,10 @@ login and logout pages declared apart.
 Personas: anonymous; a viewer; an operator restricted to ``billing-*`` (and
 the ``orders`` queue) aiming inside the grant (at ``billing-eu``); one
 restricted to ``billing-*`` aiming outside it (at ``mail``); an unrestricted
-operator (at ``mail``). The three operators may also place orders.
+operator (at ``mail``); a signed-in account with no console role, as the
+admin's "Add user" makes one. The three operators may also place orders. On
+the sockets, one more: a viewer whose role is taken away while its socket is
+open (``Socket.demoted``: what the open socket does then).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from dashboard.actions import runner
 from dashboard.actions.models import AuditEntry, QueueGrant
 from dashboard.asgi import application
+from dashboard.consumers import RECHECK_USER_S
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.routing import websocket_urlpatterns
 from queues import EchoMQ
@@ -45,23 +49,25 @@ from tests.support.jobs import failed_job, failed_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PERSONAS = ("anonymous", "viewer", "operator_in", "operator_out", "operator")
+PERSONAS = ("anonymous", "viewer", "operator_in", "operator_out", "operator", "no_role")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # The queue each persona's requests aim at.
-AIM = {"anonymous": "mail", "viewer": "mail", "operator_in": "billing-eu", "operator_out": "mail", "operator": "mail"}
+AIM = {"anonymous": "mail", "viewer": "mail", "operator_in": "billing-eu", "operator_out": "mail", "operator": "mail",
+       "no_role": "mail", "demoted": "mail"}
 # One status per persona, in PERSONAS order.
-Statuses = tuple[int, int, int, int, int]
+Statuses = tuple[int, int, int, int, int, int]
 
 
 def every(status: int) -> Statuses:
-    return (status,) * 5
+    return (status,) * 6
 
 
-PAGE: Statuses = (302, 200, 200, 200, 200)  # a console page: anonymous visitors go to the login page
-ACTION: Statuses = (302, 403, 200, 403, 200)  # an operator action, refused outside the grant
-API_READ: Statuses = (401, 200, 200, 200, 200)
-API_ACT: Statuses = (401, 403, 200, 403, 200)
-API_ASK: Statuses = (401, 403, 428, 403, 428)  # a bulk action first answers with the confirmation to send back
+# A console page: anonymous visitors go to the login page; an account without a console role reads nothing.
+PAGE: Statuses = (302, 200, 200, 200, 200, 403)
+ACTION: Statuses = (302, 403, 200, 403, 200, 403)  # an operator action, refused outside the grant
+API_READ: Statuses = (401, 200, 200, 200, 200, 403)
+API_ACT: Statuses = (401, 403, 200, 403, 200, 403)
+API_ASK: Statuses = (401, 403, 428, 403, 428, 403)  # a bulk action first answers with the confirmation to send back
 
 
 @dataclass(frozen=True)
@@ -95,17 +101,17 @@ VIEWS: dict[str, Entry] = {
                               "OPTIONS": every(200)},
                     form={"username": "nobody", "password": ""}),
     "logout/": Entry("/logout/", {"POST": every(302), "OPTIONS": every(200)}),
-    "api/orders": Entry("/api/orders", {"POST": (401, 403, 201, 403, 201)}, json_order=True),
+    "api/orders": Entry("/api/orders", {"POST": (401, 403, 201, 403, 201, 403)}, json_order=True),
     "": page("/"),
     "queue/": page("/queue/", "q={q}"),
     "job/": page("/job/", "q={q}&id=a"),
     "job/payload/": page("/job/payload/", "q={q}&id=a"),
-    "find/": page("/find/", "id=a&q={q}", get=every(302)),
+    "find/": page("/find/", "id=a&q={q}", get=(302, 302, 302, 302, 302, 403)),
     "actions/job/": action("/actions/job/", {"q": "{q}", "id": "a", "move": "retry", "state": "failed",
                                              "attempts": "1"}),
     "actions/queue/": action("/actions/queue/", {"q": "{q}", "action": "retry_all"}),
     "actions/selection/": action("/actions/selection/", {"q": "{q}", "move": "retry", "job": "failed:1:a"},
-                                 post=(302, 403, 302, 403, 302)),
+                                 post=(302, 403, 302, 403, 302, 403)),
     "actions/runs/<int:pk>/": page("/actions/runs/{run}/"),
     "actions/runs/<int:pk>/cancel/": action("/actions/runs/{run}/cancel/", {}),
     "audit/": page("/audit/"),
@@ -134,7 +140,7 @@ VIEWS: dict[str, Entry] = {
     "api/queue/actions": Entry("/api/queue/actions", {"POST": API_ASK}, json_body={
         "queue": "{q}", "action": "retry_all"}),
     # One ticked job is not a large action: it runs without a confirmation.
-    "api/queue/selection": Entry("/api/queue/selection", {"POST": (401, 403, 202, 403, 202)}, json_body={
+    "api/queue/selection": Entry("/api/queue/selection", {"POST": (401, 403, 202, 403, 202, 403)}, json_body={
         "queue": "{q}", "move": "retry", "jobs": [{"id": "a", "state": "failed", "attempts": "1"}]}),
     "api/queue/pause": Entry("/api/queue/pause", {"POST": API_ASK}, json_body={"queue": "{q}", "reason": "deploy"}),
     "api/queue/resume": Entry("/api/queue/resume", {"POST": API_ASK}, json_body={"queue": "{q}"}),
@@ -225,6 +231,8 @@ def world(console_mq: EchoMQ) -> Iterator[World]:
         "operator_in": _operator("ingrid", ["billing-*", "orders"]),
         "operator_out": _operator("oscar", ["billing-*"]),
         "operator": _operator("otto", []),
+        "no_role": User.objects.create_user(username="nora", password="nora-password"),
+        "demoted": user_create(username="dora", password="dora-password", role=VIEWERS),
     }
     runs = {queue: running_entry(queue) for queue in ("mail", "billing-eu")}
     yield World(users, runs)
@@ -269,7 +277,7 @@ def test_every_persona_gets_the_declared_answer_for_every_method(route: str, wor
 
 # The WebSocket routes --------------------------------------------------------------------------------------------
 
-OPEN, CLOSED = "open", "closed 4401"
+OPEN, CLOSED, NO_ROLE = "open", "closed 4401", "closed 4403"
 # What came back for a message: refused in words, not understood, the run's cancel flag set, a search stopped,
 # some other answer (a page rendered again), or nothing.
 REFUSED, NOT_UNDERSTOOD, CANCELLED, STOPPED, ANSWERED, QUIET = ("refused", "not understood", "cancelled",
@@ -279,7 +287,7 @@ REFUSED, NOT_UNDERSTOOD, CANCELLED, STOPPED, ANSWERED, QUIET = ("refused", "not 
 @dataclass(frozen=True)
 class Message:
     send: dict[str, Any]
-    expected: tuple[str, str, str, str, str]
+    expected: tuple[str, str, str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -287,23 +295,24 @@ class Socket:
     """What each persona gets on one WebSocket route: on connecting, and for each message type it accepts."""
 
     query: str  # "{q}": the persona's queue, "{run}": a bulk run on it
-    connect: tuple[str, str, str, str, str]
+    connect: tuple[str, str, str, str, str, str]
     messages: dict[str, Message]
+    demoted: str = NO_ROLE  # a viewer's socket, once the viewer lost the role (None: it never opens)
 
 
-LIVE = (CLOSED, OPEN, OPEN, OPEN, OPEN)
-RENDERED = (CLOSED, ANSWERED, ANSWERED, ANSWERED, ANSWERED)
+LIVE = (CLOSED, OPEN, OPEN, OPEN, OPEN, NO_ROLE)
+RENDERED = (CLOSED, ANSWERED, ANSWERED, ANSWERED, ANSWERED, NO_ROLE)
 SOCKETS: dict[str, Socket] = {
     "ws/overview/": Socket("", LIVE, {"filter": Message({"filter": "mail"}, RENDERED)}),
     "ws/queue/": Socket("q={q}", LIVE, {"shown": Message({"shown": ["a"]}, RENDERED)}),
     "ws/job/": Socket("q={q}&id=a", LIVE, {}),
     "ws/actions/run/": Socket("id={run}", LIVE, {
-        "cancel": Message({"action": "cancel"}, (CLOSED, REFUSED, CANCELLED, REFUSED, CANCELLED))}),
+        "cancel": Message({"action": "cancel"}, (CLOSED, REFUSED, CANCELLED, REFUSED, CANCELLED, NO_ROLE))}),
     # Anyone who may look may stop their own search.
     "ws/search/": Socket("run=0123456789ab&q={q}&state=failed&id_prefix=a", LIVE, {
-        "cancel": Message({"action": "cancel"}, (CLOSED, STOPPED, STOPPED, STOPPED, STOPPED))}),
+        "cancel": Message({"action": "cancel"}, (CLOSED, STOPPED, STOPPED, STOPPED, STOPPED, NO_ROLE))}),
     # Any other path: closed for everyone with 4404 (the router alone would make daphne answer 500).
-    "": Socket("", ("closed 4404",) * 5, {}),
+    "": Socket("", ("closed 4404",) * 6, {}, demoted="closed 4404"),
 }
 
 
@@ -328,7 +337,7 @@ def test_every_websocket_route_and_message_type_has_an_entry_in_the_table() -> N
         for route in missing)
     assert not any(untyped.values()), "\n".join(
         f"{route!r} accepts the message types {types} without an entry: add each to SOCKETS[{route!r}].messages, e.g.\n"
-        f"    {types[0]!r}: Message({{...what the page sends...}}, (CLOSED, REFUSED, CANCELLED, REFUSED, CANCELLED)),"
+        f"    {types[0]!r}: Message({{...what the page sends...}}, (CLOSED, REFUSED, CANCELLED, REFUSED, CANCELLED, NO_ROLE)),"
         for route, types in untyped.items() if types)
     assert not set(SOCKETS) - set(routes), "SOCKETS has entries for routes that no longer exist"
 
@@ -386,27 +395,31 @@ async def _answer_to(communicator: WebsocketCommunicator, message: dict[str, Any
     return ANSWERED if answered else QUIET
 
 
+def hold_search(monkeypatch: pytest.MonkeyPatch, settings: Any, mq: EchoMQ) -> None:
+    """A search still running when the page presses Stop (or its user loses the role): each step waits until the
+    search is stopped, and one entry a step over a few failed jobs leaves it unfinished after its first step."""
+    steps = Search.steps
+
+    def held(self: Search, mq: Any) -> Iterator[Any]:
+        for step in steps(self, mq):
+            yield step
+            for _ in range(600):
+                if self.stopped:
+                    break
+                time.sleep(0.05)
+
+    monkeypatch.setattr(Search, "steps", held)
+    settings.EMQ_SEARCH_STEP_ENTRIES = 1
+    for queue in ("mail", "billing-eu"):
+        failed_jobs(mq, queue, 5)
+
+
 @pytest.mark.parametrize("route", sorted(socket_routes()))
 async def test_every_persona_gets_the_declared_answer_on_every_websocket_route(
         route: str, world: World, console_mq: EchoMQ, settings: Any, monkeypatch: pytest.MonkeyPatch,
         stop_followers: None) -> None:
     if route == "ws/search/":
-        # A search still running when the page presses Stop: each step waits until the search is stopped.
-        steps = Search.steps
-
-        def held(self: Search, mq: Any) -> Iterator[Any]:
-            for step in steps(self, mq):
-                yield step
-                for _ in range(600):
-                    if self.stopped:
-                        break
-                    time.sleep(0.05)
-
-        monkeypatch.setattr(Search, "steps", held)
-        # One entry a step over a few failed jobs: the search is not done after its first step.
-        settings.EMQ_SEARCH_STEP_ENTRIES = 1
-        for queue in ("mail", "billing-eu"):
-            await sync_to_async(failed_jobs)(console_mq, queue, 5)
+        await sync_to_async(hold_search)(monkeypatch, settings, console_mq)
     socket = SOCKETS.get(route)
     if socket is None:
         pytest.fail(f"no entry for {route!r}: see test_every_websocket_route_and_message_type_has_an_entry_in_the_table")
@@ -430,6 +443,37 @@ async def test_every_persona_gets_the_declared_answer_on_every_websocket_route(
             await communicator.disconnect()
 
     assert not wrong, f"{route!r}:\n" + "\n".join(wrong)
+
+
+async def _closed_within(communicator: WebsocketCommunicator, seconds: float) -> str:
+    """How the socket ended within ``seconds`` (whatever it pushed meanwhile), or OPEN."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        output = await _next_output(communicator, timeout=0.5)
+        if output is not None and output["type"] == "websocket.close":
+            return f"closed {output.get('code')}"
+    return OPEN
+
+
+@pytest.mark.parametrize("route", sorted(socket_routes()))
+async def test_a_viewer_whose_role_is_removed_while_its_socket_is_open_gets_the_declared_answer(
+        route: str, world: World, console_mq: EchoMQ, settings: Any, monkeypatch: pytest.MonkeyPatch,
+        stop_followers: None) -> None:
+    if route == "ws/search/":
+        await sync_to_async(hold_search)(monkeypatch, settings, console_mq)
+    socket = SOCKETS[route]
+    communicator, connected = await _open(world, route, "demoted")
+    if connected != OPEN:
+        assert connected == socket.demoted, f"{route!r}: on connecting as a viewer, {connected}"
+        return
+    user = world.users["demoted"]
+    assert user is not None
+    await sync_to_async(user.groups.clear)()
+
+    got = await _closed_within(communicator, RECHECK_USER_S * 5)
+
+    await communicator.disconnect()
+    assert got == socket.demoted, f"{route!r}: a viewer's open socket after the role was removed"
 
 
 # What the refusals leave behind ------------------------------------------------------------------------------------

@@ -540,6 +540,24 @@ def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: 
                 parse)
 
 
+def note_refusal(queue: str, worker_id: str, *, ttl_ms: int, kind: str, text: str) -> Call[bool]:
+    """A worker whose claim Redis refused (``oom`` or ``script_error``) notes it in its registry entry and renews
+    the entry (allowed under maxmemory); False when it has no live entry to note it in."""
+    keys = QueueKeys(queue)
+    worker_id = validate_job_id(worker_id)
+    if kind not in ("oom", "script_error"):
+        raise InvalidInput("kind must be oom or script_error")
+
+    def parse(reply: list[Any]) -> bool:
+        if _text(reply[0]) == "REFUSED" and _text(reply[1]) == "missing":
+            return False
+        refused_whole("note_refusal", reply)
+        return True
+
+    return Call("note_refusal", keys.script_keys(None), [worker_id, _int(ttl_ms, "ttl_ms", 1000, MAX_LEASE_MS), kind,
+                                                         cut_utf8(text.encode(errors="replace"), 512)], parse)
+
+
 def unregister_worker(queue: str, worker_id: str) -> Call[bool]:
     keys = QueueKeys(queue)
     worker_id = validate_job_id(worker_id)

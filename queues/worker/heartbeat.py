@@ -39,16 +39,27 @@ async def beat(settings: WorkerSettings, ledger: Ledger, client: AsyncEchoMQ, st
 
 async def register(settings: WorkerSettings, ledger: Ledger, client: AsyncEchoMQ, *, leaving: bool = False) -> None:
     """This worker's entry in the queue's registry (PROTOCOL.md, "Workers"): it lives one lease unless renewed."""
+    ttl_ms = max(settings.lease_ms, 1000)
+    refusal = None if leaving else ledger.take_refusal()
     try:
         if leaving:
             await client.run(moves.unregister_worker(settings.queue, settings.actor))
         else:
             await client.run(moves.register_worker(
-                settings.queue, settings.actor, ttl_ms=max(settings.lease_ms, 1000), host=socket.gethostname(),
+                settings.queue, settings.actor, ttl_ms=ttl_ms, host=socket.gethostname(),
                 pid=os.getpid(), runtime=RUNTIME, concurrency=settings.concurrency, started_ms=settings.started_ms,
                 held=ledger.held_ids()))
+    except OutOfMemory as error:
+        refusal = refusal or ("oom", str(error))
     except EmqError as error:  # the registry is for people watching; the work goes on without it
         log.warning("worker registry: %s", error)
+    if refusal is not None:
+        # Where the console looks for why nothing is claimed; it also keeps the entry alive under maxmemory.
+        try:
+            await client.run(moves.note_refusal(settings.queue, settings.actor, ttl_ms=ttl_ms, kind=refusal[0],
+                                                text=refusal[1]))
+        except EmqError as error:
+            log.warning("worker registry: could not note a refused claim: %s", error)
 
 
 async def extend_all(ledger: Ledger, client: AsyncEchoMQ) -> None:

@@ -115,6 +115,8 @@ class Ledger:
         self._outbox: list[Held] = []
         self._backoff = FIRST_BACKOFF_S
         self._oom_backoff = FIRST_BACKOFF_S
+        # The last claim Redis refused (kind, text) that the heartbeat has not noted in the registry yet.
+        self._refusal: tuple[str, str] | None = None
 
     # What is held ----------------------------------------------------------------
 
@@ -151,9 +153,12 @@ class Ledger:
                 self._oom_backoff = FIRST_BACKOFF_S
                 return Claimed([], [], self._idle_seconds(result))
             if isinstance(result, OutOfMemory):
+                self._refusal = ("oom", str(result))
                 return Claimed([], [], self.out_of_memory())
             if isinstance(result, Exception):
                 self.stats.connection_errors += isinstance(result, Unavailable)
+                if not isinstance(result, Unavailable):
+                    self._refusal = ("script_error", str(result))
                 log.warning("claim failed: %s", result)
                 return Claimed([], [], self.poll_ms / 1000)
             self._oom_backoff = FIRST_BACKOFF_S
@@ -386,6 +391,12 @@ class Ledger:
             log.warning("redis unavailable (%s); retrying in %.1f s", error, self._backoff)
             wait, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF_S)
             return wait
+
+    def take_refusal(self) -> tuple[str, str] | None:
+        """The claim refusal to note in the registry (kind ``oom`` or ``script_error``, text), once."""
+        with self._lock:
+            refusal, self._refusal = self._refusal, None
+            return refusal
 
     def out_of_memory(self) -> float:
         """Counts a round Redis refused for want of memory; returns how long to back off (seconds).

@@ -146,6 +146,10 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "register_worker": [st.sampled_from(["w:1", "", "a b", "{x}"]), lease, texts, numbers, texts, numbers,
                             numbers, numbers, texts],
         "unregister_worker": [st.sampled_from(["w:1", ""])],
+        "note_refusal": [st.sampled_from(["w:1", "", "a b"]), lease, st.sampled_from(["oom", "script_error", "x"]),
+                         texts],
+        "why_queue": [],
+        "why_job": [job_id],
         "pause": [texts, actor],
         "resume": [actor],
         "search": [states, st.sampled_from(["asc", "desc", "x"]), st.sampled_from(["", "1", "inf"]), job_id,
@@ -178,7 +182,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed",
                      "purge", "stats", "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series",
-                     "group_failed")
+                     "group_failed", "note_refusal", "why_queue")
     if name == "exchange:admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if picks or not argv:

@@ -101,8 +101,8 @@ def test_each_script_declares_its_flags_on_its_first_line() -> None:
     first = {name: script(name).source.split("\n", 1)[0] for name in (*MOVES, *READS)}
 
     assert {name for name, line in first.items() if line == "#!lua flags=no-writes"} == set(READS)
-    assert first["extend"] == "#!lua flags=allow-oom"
-    assert {name for name, line in first.items() if line == "#!lua"} == set(MOVES) - {"extend"}
+    assert first["extend"] == first["note_refusal"] == "#!lua flags=allow-oom"
+    assert {name for name, line in first.items() if line == "#!lua"} == set(MOVES) - {"extend", "note_refusal"}
 
 
 def test_includes_are_expanded_in_place_and_leave_no_directive() -> None:

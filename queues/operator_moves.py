@@ -7,9 +7,20 @@ compare-and-move may send, its defaults and its words), the ``emq`` commands
 for one job, the console's buttons, confirmations, bulk moves and API, and the
 audit log's labels are all read from :data:`OPERATOR_MOVES`.
 
-A new move on one job is its Lua file (``queues/lua/NAME.lua``, taking ``id,
-expected state, expected attempts, [extra attempts,] actor`` and answering
-``MOVED state attempts``), a row here, and its tests.
+A new move on one job, NAME (at most 16 characters):
+
+1. ``queues/lua/NAME.lua``, copied from ``promote.lua``: it takes ``id, expected
+   state, expected attempts, [extra attempts,] actor``, answers ``{'OK', state,
+   attempts}``, names its move in its ``check_moves('NAME')`` line and calls
+   ``emit`` with it after its last check.
+2. Its row in ``queues/protocol_moves.py`` (the states from and to, the history
+   letter, whether it is counted), then ``python -m queues.protocol_moves`` to
+   write ``queues/lua/moves.lua``; add the letter to PROTOCOL.md's table in
+   section 9 (a test compares them).
+3. Its row here (words, button, confirmation, audit label). The CLI command,
+   the button, the API's enums and the audit log's choices follow; no migration.
+4. Its tests. ``tests/queues/test_new_move_recipe.py`` follows these steps for
+   a throwaway move in a copy of the tree and drives it end to end.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from .errors import InvalidInput
 from .keys import STATES, QueueKeys, State, validate_job_id, validate_state
 from .moves import Call, _int, _text, cut_utf8, digits, refused_whole
+from .protocol_moves import HISTORY_CODES
 
 PAGE_LIMIT_MAX: Final = 500
 CORE_FIELDS: Final = ("state", "attempts", "payload")
@@ -509,12 +510,6 @@ def _unescape(field: bytes) -> str:
     return _PERCENT.sub(lambda m: bytes([int(m.group(1), 16)]), field).decode(errors="replace")
 
 
-# A history entry's one-letter code: the move and the state it went to (PROTOCOL.md, section 9).
-HISTORY_CODES: Final = {
-    "e": ("enqueue", "pending"), "c": ("claim", "active"), "d": ("complete", "done"), "f": ("fail", "pending"),
-    "F": ("fail", "failed"), "r": ("release", "pending"), "R": ("retry", "pending"), "v": ("recover", "pending"),
-    "V": ("recover", "failed"), "p": ("promote", "pending"), "x": ("cancel", "failed"), "k": ("corrupt", "failed"),
-}
 # An integer as the scripts read one (PROTOCOL.md, section 4): a claim entry without attempts adds one to it.
 _INTEGER = re.compile(r"-?[0-9]{1,14}")
 _ENTRY = re.compile(rb"([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t(.*))?)?", re.DOTALL)

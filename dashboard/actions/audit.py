@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from queues import InvalidInput, validate_job_id, validate_queue_name
 
-from .models import AuditEntry
+from .models import AuditEntry, audit_actions
 
 # A refused selection keeps this many of its ticked jobs (and how many there were).
 FORBIDDEN_JOBS_KEPT: Final = 100
@@ -45,7 +45,7 @@ def record_refused(*, user: Any, data: Any, result: str, run_id: int | None = No
 
 
 def _known_action(text: object) -> str:
-    if isinstance(text, str) and any(text == value for value, _ in AuditEntry.ACTIONS):
+    if isinstance(text, str) and any(text == value for value, _ in audit_actions()):
         return text
     return AuditEntry.Action.UNKNOWN
 

@@ -31,6 +31,15 @@ def bounded(text: str, limit: int = RESULT_LIMIT) -> str:
     return text[:max(0, limit - len(note))] + note
 
 
+def audit_actions() -> list[tuple[str, str]]:
+    """Every action the log may hold, and its label: the operator moves (queues.operator_moves), then the rest.
+
+    The fields take this function, not its list, so that a migration names the function: a move added
+    to the table needs no migration.
+    """
+    return [(move.name, move.label) for move in OPERATOR_MOVES] + AuditEntry.Action.choices
+
+
 class AuditEntry(models.Model):
     class Scope(models.TextChoices):
         JOB = "job", "one job"
@@ -56,9 +65,6 @@ class AuditEntry(models.Model):
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 
-    # Every action the log may hold, and its label: the operator moves (queues.operator_moves), then the rest.
-    ACTIONS: Final[list[tuple[str, str]]] = [(move.name, move.label) for move in OPERATOR_MOVES] + Action.choices
-
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # A running bulk action writes its progress here; a stale value means its process stopped.
@@ -68,7 +74,7 @@ class AuditEntry(models.Model):
     # Kept as text too, so the log still says who after the account is deleted.
     username = models.CharField(max_length=150, db_index=True)
     queue = models.CharField(max_length=128, db_index=True)
-    action = models.CharField(max_length=16, choices=ACTIONS, db_index=True)
+    action = models.CharField(max_length=16, choices=audit_actions, db_index=True)
     scope = models.CharField(max_length=16, choices=Scope.choices)
     # The jobs acted on, each as the page showed it: {"id", "state", "attempts"}.
     jobs = models.JSONField(default=list, blank=True)
@@ -165,7 +171,7 @@ class Confirmation(models.Model):
 
     nonce = models.CharField(max_length=32, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="confirmations")
-    action = models.CharField(max_length=16, choices=AuditEntry.ACTIONS)
+    action = models.CharField(max_length=16, choices=audit_actions)
     queue = models.CharField(max_length=128)
     digest = models.CharField(max_length=64)
     # How many jobs the confirmation said it would touch, when it was asked.

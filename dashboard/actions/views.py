@@ -36,7 +36,7 @@ from queues.search import Limits, Search, check_match_move
 from . import access, previews, services
 from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
 from .confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
-from .models import AuditEntry
+from .models import AuditEntry, audit_actions
 from .previews import Preview
 
 View = Callable[..., HttpResponse]
@@ -243,7 +243,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     query = urlencode({k: v for k, v in filters.items() if v})
     context = {
         "page": page, "filters": filters, "query": query,
-        "actions": AuditEntry.ACTIONS, "outcomes": AuditEntry.Outcome.choices,
+        "actions": audit_actions(), "outcomes": AuditEntry.Outcome.choices,
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }

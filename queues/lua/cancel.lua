@@ -11,6 +11,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | attempts
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or expected state.
+local unknown_move = check_moves('cancel')
+if unknown_move then return unknown_move end
 --@include operator_args.lua
 local refused = check_types(1, 2, 4, 5)
 if refused then return refused end

@@ -25,6 +25,8 @@
 -- behind them from being claimed. Each call looks at no more than
 -- count + 100 ids (claimed, removed or moved out of the way alike).
 -- Errors (nothing written): bad keys, lease_ms, claim_id or count.
+local unknown_move = check_moves('corrupt', 'claim')
+if unknown_move then return unknown_move end
 --@include claim_due.lua
 local err = check_keys(nil)
 if err then return err end

@@ -2,6 +2,9 @@
 -- by this file's text before the script is loaded, so each script that
 -- reaches Redis is self-contained (see PROTOCOL.md, "Calling a script").
 
+-- The moves a script may record: MOVE_TARGET, MOVE_CODE, COUNT_FIELD, SERIES_FIELD, COUNTED.
+--@include moves.lua
+
 -- Server time in ms: leases and due times use the Redis clock, never a worker's.
 local function now_ms()
   local t = redis.call('TIME')
@@ -99,12 +102,6 @@ end
 local HISTORY_MAX_ENTRIES = 32
 local HISTORY_MAX_BYTES = 4096
 local HISTORY_ERROR_BYTES = 256
-local MOVE_CODE = {
-  enqueue = {pending = 'e'}, claim = {active = 'c'}, complete = {done = 'd'},
-  fail = {pending = 'f', failed = 'F'}, release = {pending = 'r'}, retry = {pending = 'R'},
-  recover = {pending = 'v', failed = 'V'}, promote = {pending = 'p'}, cancel = {failed = 'x'},
-  corrupt = {failed = 'k'},
-}
 
 -- The attempts an entry of `code` implies when it does not write its own: a
 -- claim adds one to the attempts before it, every other move keeps them.
@@ -288,16 +285,16 @@ local function counter_usable(key)
   return kind
 end
 -- Counters that outlive every reader: the hash <prefix>counts, one field per
--- move (fail and recover per target: 'fail:pending', 'recover:failed'),
--- counted by the move itself, in the queue's slot, so every console process
--- reads the same totals and a restart loses none. A counts key of another
--- type (not written by a script) is left alone: the move still happens.
-local function count_move(events_key, move, to)
-  if move == 'extend' then return end
+-- move (COUNT_FIELD: a move that leads to more than one state, per state:
+-- 'fail:pending', 'recover:failed'), counted by the move itself, in the
+-- queue's slot, so every console process reads the same totals and a restart
+-- loses none. A counts key of another type (not written by a script) is left
+-- alone: the move still happens.
+local function count_move(events_key, field)
+  if not field then return end
   local key = string.sub(events_key, 1, -7) .. 'counts'
   if not counter_usable(key) then return end
-  if move == 'fail' or move == 'recover' then move = move .. ':' .. to end
-  redis.call('HINCRBY', key, move, 1)
+  redis.call('HINCRBY', key, field, 1)
   counter_kind[key] = 'hash'
 end
 
@@ -311,8 +308,6 @@ end
 local MINUTE_KEEP_MS = 48 * 3600000
 local HOUR_KEEP_MS = 90 * 86400000
 local WAIT_BUCKETS_MS = {100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000}
-local SERIES_FIELD = {enqueue = 'e', complete = 'c', ['fail:failed'] = 'f', ['recover:pending'] = 'r',
-                      ['recover:failed'] = 'r'}
 local function count_series(prefix, ts, field)
   local minute, hour = math.floor(ts / 60000), math.floor(ts / 3600000)
   for _, slot in ipairs({{'m:' .. minute, MINUTE_KEEP_MS}, {'h:' .. hour, HOUR_KEEP_MS}}) do
@@ -360,17 +355,24 @@ local function count_run(events_key, job_key, move, ts, claimed)
   local now = tonumber(ts)
   if claimed and now and now >= claimed then count_duration(string.sub(events_key, 1, -7), 'run', now - claimed) end
 end
+-- The script's check_moves has refused a move the table does not know before
+-- the first write; this stops one that was never declared (a script's bug)
+-- before its event is written.
 local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key)
+  if not (MOVE_TARGET[move] and MOVE_TARGET[move][to]) then
+    error('emq: the move ' .. tostring(move) .. ' -> ' .. tostring(to) .. ' is not in queues/protocol_moves.py')
+  end
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
   attempts = cut_utf8(tostring(attempts), 64)
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
   local claimed = job_key and append_history(job_key, ts, move, to, attempts, actor)
-  count_move(events_key, move, to)
+  local field = COUNT_FIELD[move] and COUNT_FIELD[move][to]
+  count_move(events_key, field)
   count_run(events_key, job_key, move, ts, claimed)
-  local field = SERIES_FIELD[(move == 'fail' or move == 'recover') and (move .. ':' .. to) or move]
-  if field then count_series(string.sub(events_key, 1, -7), ts, field) end
+  local series = field and SERIES_FIELD[field]
+  if series then count_series(string.sub(events_key, 1, -7), ts, series) end
 end
 
 local function refuse(reason, state, attempts)
@@ -379,6 +381,19 @@ end
 
 local function bad_arg(message)
   return redis.error_reply('ERR emq: ' .. message)
+end
+
+-- Every script that moves jobs names the moves it records as its first check,
+-- before any write: a move queues/protocol_moves.py does not list (so
+-- moves.lua gives it no history code or counter) is refused whole, never
+-- found half-way through emit after the job has moved.
+local function check_moves(...)
+  for _, move in ipairs({...}) do
+    if not MOVE_TARGET[move] then
+      return bad_arg('the move ' .. move .. ' is not in the protocol table (queues/protocol_moves.py)')
+    end
+  end
+  return nil
 end
 
 -- An integer argument within bounds, or nil and the error to return.

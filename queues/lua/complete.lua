@@ -8,6 +8,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or attempts.
+local unknown_move = check_moves('complete', 'fail')
+if unknown_move then return unknown_move end
 --@include finish.lua
 --@include lease_args.lua
 local actor = ARGV[4] or ''

@@ -17,6 +17,8 @@
 --            nothing was written
 -- Errors (nothing written): bad keys, a bad job count, attempts or a
 -- repeated id.
+local unknown_move = check_moves('complete', 'fail')
+if unknown_move then return unknown_move end
 --@include finish.lua
 local actor = ARGV[1] or ''
 local err = check_keys(nil)

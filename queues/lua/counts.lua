@@ -13,9 +13,10 @@ local key = PREFIX .. 'counts'
 local kind = redis.call('TYPE', key).ok
 if kind == 'none' then return {} end
 if kind ~= 'hash' then return {'REFUSED', 'wrongtype', key, kind} end
-local fields = {'enqueue', 'claim', 'complete', 'fail:pending', 'fail:failed', 'release', 'retry', 'recover:pending',
-                'recover:failed', 'promote', 'cancel', 'delete', 'purge', 'corrupt', 'pause', 'resume',
-                'wait:sum', 'run:sum'}
+-- The move counters (COUNTED, from queues/protocol_moves.py), then the durations.
+local fields = {unpack(COUNTED)}
+fields[#fields + 1] = 'wait:sum'
+fields[#fields + 1] = 'run:sum'
 for _, kind in ipairs({'wait', 'run'}) do
   for bucket = 0, 10 do fields[#fields + 1] = kind .. ':' .. bucket end
 end

@@ -14,6 +14,8 @@
 -- it is 3, preview when the payload is longer than 256 bytes, history; the
 -- enqueue entry of the history holds the time created), the pending entry and
 -- an 'enqueue' event.
+local unknown_move = check_moves('enqueue')
+if unknown_move then return unknown_move end
 local id, payload, actor = ARGV[1], ARGV[2], ARGV[5] or ''
 local err = check_keys(id)
 if err then return err end

@@ -13,6 +13,8 @@
 --        {'REFUSED', 'wrongtype', key, type}  a key of another type; nothing written
 -- Errors (nothing written): bad keys, delay_ms, max_attempts, job count,
 -- an empty or repeated id.
+local unknown_move = check_moves('enqueue')
+if unknown_move then return unknown_move end
 local actor = ARGV[3] or ''
 local err = check_keys(nil)
 if err then return err end

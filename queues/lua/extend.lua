@@ -15,6 +15,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys, attempts or lease_ms.
+local unknown_move = check_moves('extend')
+if unknown_move then return unknown_move end
 --@include lease_args.lua
 local lease, bad = int_arg(ARGV[4], 'lease_ms', 1, MAX_LEASE_MS)
 if bad then return bad end

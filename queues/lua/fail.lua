@@ -15,6 +15,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys, attempts or backoff_ms.
+local unknown_move = check_moves('complete', 'fail')
+if unknown_move then return unknown_move end
 --@include finish.lua
 --@include lease_args.lua
 local message, actor = cut_utf8(ARGV[4] or '', MAX_ERROR_BYTES), ARGV[6] or ''

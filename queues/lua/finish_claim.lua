@@ -26,6 +26,8 @@
 -- job before writing it, as claim does.
 -- Errors (nothing written): bad keys, lease_ms, claim_id, count, backoff_ms, a bad job count,
 -- attempts or outcome, or a repeated id.
+local unknown_move = check_moves('complete', 'fail', 'corrupt', 'claim')
+if unknown_move then return unknown_move end
 --@include finish.lua
 --@include claim_due.lua
 local err = check_keys(nil)

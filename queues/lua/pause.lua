@@ -12,6 +12,8 @@
 --        {'ALREADY', since_ms, actor, reason}  it was paused; nothing was written
 --        {'REFUSED', 'wrongtype', key, type}   nothing was written
 -- Writes: the paused hash and a 'pause' event (id '', to 'paused', the actor).
+local unknown_move = check_moves('pause')
+if unknown_move then return unknown_move end
 local err = check_keys(nil)
 if err then return err end
 local reason = cut_utf8(ARGV[1] or '', MAX_ERROR_BYTES)

@@ -10,6 +10,8 @@
 --        reason: missing | state | attempts | not_delayed (already due)
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or expected state.
+local unknown_move = check_moves('promote')
+if unknown_move then return unknown_move end
 --@include operator_args.lua
 local refused = check_types(1, 5)
 if refused then return refused end

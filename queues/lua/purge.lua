@@ -14,6 +14,8 @@
 --        {'REFUSED', 'wrongtype', key, type}  nothing was written
 -- Each deleted job's 'purge' event carries the attempts the job had.
 -- Errors (nothing written): bad keys, state, older_than_ms, limit or skip.
+local unknown_move = check_moves('purge')
+if unknown_move then return unknown_move end
 local state, actor = ARGV[1], ARGV[4] or ''
 local err = check_keys(nil)
 if err then return err end

@@ -12,6 +12,8 @@
 --        reason: missing | state | attempts | not_lapsed (the lease still runs)
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or expected state.
+local unknown_move = check_moves('recover')
+if unknown_move then return unknown_move end
 --@include operator_args.lua
 local refused = check_types(1, 2, 4, 5)
 if refused then return refused end

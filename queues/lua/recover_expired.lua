@@ -17,6 +17,8 @@
 -- hash says another state, or whose key is not a hash, are left for the
 -- integrity check (skipped).
 -- Errors (nothing written): bad keys, limit or skip.
+local unknown_move = check_moves('recover')
+if unknown_move then return unknown_move end
 local actor = ARGV[2] or ''
 local err = check_keys(nil)
 if err then return err end

@@ -9,6 +9,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | token
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or attempts.
+local unknown_move = check_moves('release')
+if unknown_move then return unknown_move end
 --@include lease_args.lua
 local actor = ARGV[4] or ''
 local refused = check_types(1, 2, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)

@@ -9,6 +9,8 @@
 --        {'NOT_PAUSED'}                 nothing was written
 --        {'REFUSED', 'wrongtype', key, type}   nothing was written
 -- Writes: deletes the paused key; a 'resume' event (id '', actor).
+local unknown_move = check_moves('resume')
+if unknown_move then return unknown_move end
 local err = check_keys(nil)
 if err then return err end
 local actor = cut_utf8(ARGV[1] or '', MAX_ACTOR_BYTES)

@@ -12,6 +12,8 @@
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | attempts
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys, expected state or extra_attempts.
+local unknown_move = check_moves('retry')
+if unknown_move then return unknown_move end
 --@include operator_args.lua
 local extra, bad = int_arg(ARGV[4], 'extra_attempts', 1, MAX_TRIES)
 if bad then return bad end

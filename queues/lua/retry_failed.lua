@@ -15,6 +15,8 @@
 -- Reply: {'OK', moved, missing, skipped, more (0 | 1)}
 --        {'REFUSED', 'wrongtype', key, type}  nothing was written
 -- Errors (nothing written): bad keys, limit, extra_attempts, cutoff or skip.
+local unknown_move = check_moves('retry')
+if unknown_move then return unknown_move end
 local actor = ARGV[3] or ''
 local cutoff = ARGV[4] or ''
 local err = check_keys(nil)

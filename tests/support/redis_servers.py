@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,10 @@ import redis
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+# A server dies with the test process that started it, however that ends (a SIGKILL too): setpriv sets
+# PR_SET_PDEATHSIG and execs redis-server. The signal follows the starting *thread*, so only a server
+# started on the main thread (every fixture) gets it.
+SETPRIV = shutil.which("setpriv")
 # A cluster node's bus port is its port + 10000, which must stay below 65536.
 MAX_CLUSTER_PORT = 55535
 
@@ -67,7 +72,9 @@ class RedisServer:
         if self.cluster:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                      "--cluster-node-timeout", "1000"]
-        self.process = subprocess.Popen(args + self.extra_args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        follow = [SETPRIV, "--pdeathsig", "TERM"] if SETPRIV and threading.current_thread() is threading.main_thread() else []
+        self.process = subprocess.Popen(follow + args + self.extra_args, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
         self.wait_ready()
         return self
 

@@ -169,10 +169,14 @@ class OverviewQuery:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> OverviewQuery:
-        sort = query.get("sort", "name")
-        sort = sort if sort in SORTS else "name"
+        """The slice a link names; a sort or an order the page does not offer is refused in words."""
+        sort = query.get("sort") or "name"
+        if sort not in SORTS:
+            raise InvalidInput(f"unknown sort {sort!r}: sort by {', '.join(SORTS)}")
         order = query.get("order", "")
-        descending = order == "desc" if order in ("asc", "desc") else SORTS[sort] == "desc"
+        if order not in ("", "asc", "desc"):
+            raise InvalidInput(f"unknown order {order!r}: asc or desc")
+        descending = order == "desc" if order else SORTS[sort] == "desc"
         offset_text, limit_text = query.get("offset", ""), query.get("limit", "")
         offset = int(offset_text) if offset_text.isdigit() and len(offset_text) < 10 else 0
         limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 5 else OVERVIEW_DEFAULT_SIZE
@@ -312,9 +316,12 @@ class Window:
 
     @classmethod
     def from_query(cls, queue: str, query: Mapping[str, str]) -> Window:
-        state = query.get("state", "pending")
-        state = state if state in STATES else "pending"
+        state = query.get("state") or "pending"
+        if state not in STATES:
+            raise InvalidInput(f"unknown state {state!r}: a queue's jobs are {', '.join(STATES)}")
         order = query.get("order") or DEFAULT_ORDER[state]
+        if order not in ("asc", "desc"):
+            raise InvalidInput(f"unknown order {order!r}: asc or desc")
         limit = _page_size(query.get("limit", ""))
         offset_text = query.get("offset", "")
         offset = _offset(offset_text) if offset_text else None

@@ -50,7 +50,10 @@ def overview_window(census: Census, query: presenters.OverviewQuery) -> tuple[li
 @require_GET
 @viewers_only
 def overview(request: HtmxHttpRequest) -> HttpResponse:
-    query = presenters.OverviewQuery.from_query(request.GET)
+    try:
+        query = presenters.OverviewQuery.from_query(request.GET)
+    except InvalidInput as error:
+        return _bad_input(request, error, {"now_ms": 0})
     background = census_pass()
     background.wanted()
     census = background.census

@@ -35,6 +35,11 @@ def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:
     form = {name: request.GET.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
     form["state"] = form["state"] or "failed"
     context: dict[str, Any] = {"form": form, "states": STATES, "now_ms": 0}
+    # A link that names a state (a reload, "more filters", a shared URL) is searched in that state, or refused.
+    if form["state"] not in STATES:
+        return {**context, "message": f"not searched: unknown state {form['state']!r}: choose {', '.join(STATES)}"}, 400
+    if form["order"] not in ("", "asc", "desc"):
+        return {**context, "message": f"not searched: unknown order {form['order']!r}: asc or desc"}, 400
     if not _asked(request):
         return context, 200
     try:

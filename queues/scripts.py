@@ -40,7 +40,7 @@ MOVES: Final = (
     "pause", "resume", "register_worker", "unregister_worker", "group_failed", "note_refusal",
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
-                   "workers", "search", "groups", "signature", "series", "why_queue", "why_job")
+                   "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram")
 # The sweeper's scripts on the lease index (one key outside every queue's slot; see queues/lease_index.py).
 LEASE_INDEX_SCRIPTS: Final = ("lease_index_take", "lease_index_settle")
 

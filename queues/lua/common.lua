@@ -302,24 +302,34 @@ end
 -- the moves a chart shows, in hashes PREFIX .. 'm:' .. minute (kept 48 h) and
 -- PREFIX .. 'h:' .. hour (kept 90 days), minute and hour counted from the
 -- Unix epoch by the server's clock. Fields: e (enqueued), c (completed),
--- f (failed for good), r (recovered), and w0..w10, claims by how long the job
--- had waited since it was due (see WAIT_BUCKETS_MS). A key of another type
--- is left alone. Keys expire by themselves, so nothing trims them.
+-- f (failed for good), r (recovered), and the latency buckets W<b> and R<b>
+-- (latency.lua; older scripts wrote w0..w10, claims by the WAIT_BUCKETS_MS
+-- their wait fell in). A key of another type is left alone. Keys expire by
+-- themselves, so nothing trims them.
 local MINUTE_KEEP_MS = 48 * 3600000
 local HOUR_KEEP_MS = 90 * 86400000
 local WAIT_BUCKETS_MS = {100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000}
-local function count_series(prefix, ts, field)
-  local minute, hour = math.floor(ts / 60000), math.floor(ts / 3600000)
-  for _, slot in ipairs({{'m:' .. minute, MINUTE_KEEP_MS}, {'h:' .. hour, HOUR_KEEP_MS}}) do
-    local key = prefix .. slot[1]
-    local kind = counter_usable(key)
-    if kind then
-      redis.call('HINCRBY', key, field, 1)
-      if kind == 'new' then redis.call('PEXPIRE', key, slot[2]) end
-      counter_kind[key] = 'hash'
-    end
+local function count_slot(key, field, keep_ms)
+  local kind = counter_usable(key)
+  if kind then
+    redis.call('HINCRBY', key, field, 1)
+    if kind == 'new' then redis.call('PEXPIRE', key, keep_ms) end
+    counter_kind[key] = 'hash'
   end
 end
+-- A call counts several things at one time (a move and its wait or run, a batch): the two keys of a
+-- time are built once per call.
+local series_keys = {}
+local function count_series(prefix, ts, field)
+  local slot = series_keys[ts]
+  if not slot or slot[3] ~= prefix then
+    slot = {prefix .. 'm:' .. math.floor(ts / 60000), prefix .. 'h:' .. math.floor(ts / 3600000), prefix}
+    series_keys[ts] = slot
+  end
+  count_slot(slot[1], field, MINUTE_KEEP_MS)
+  count_slot(slot[2], field, HOUR_KEEP_MS)
+end
+--@include latency.lua
 local function bucket_of(ms)
   for i, upper in ipairs(WAIT_BUCKETS_MS) do
     if ms <= upper then return i - 1 end
@@ -341,9 +351,11 @@ local function count_duration(prefix, kind, ms)
   redis.call('HINCRBY', key, kind .. ':sum', math.floor(ms))
   counter_kind[key] = 'hash'
 end
+-- A claim's wait goes into the minute and hour as its latency bucket (latency.lua); the series read
+-- folds those into w0..w10 beside the w0..w10 older scripts wrote.
 local function count_wait(prefix, ts, waited_ms)
-  count_series(prefix, ts, 'w' .. bucket_of(waited_ms))
   count_duration(prefix, 'wait', waited_ms)
+  record_latency(prefix, ts, 'W', waited_ms)
 end
 
 -- How long a job ran (its claim to now), when complete or fail finishes it:
@@ -353,7 +365,11 @@ local function count_run(events_key, job_key, move, ts, claimed)
   if not job_key or (move ~= 'complete' and move ~= 'fail') then return end
   claimed = claimed or to_int(redis.call('HGET', job_key, 'claimed_at') or '')
   local now = tonumber(ts)
-  if claimed and now and now >= claimed then count_duration(string.sub(events_key, 1, -7), 'run', now - claimed) end
+  if claimed and now and now >= claimed then
+    local prefix = string.sub(events_key, 1, -7)
+    count_duration(prefix, 'run', now - claimed)
+    record_latency(prefix, now, 'R', now - claimed)
+  end
 end
 -- The script's check_moves has refused a move the table does not know before
 -- the first write; this stops one that was never declared (a script's bug)

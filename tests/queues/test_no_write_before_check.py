@@ -143,6 +143,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "counts": [],
         "workers": [limit],
         "series": [st.sampled_from(["m", "h", "x", ""]), numbers, limit],
+        "histogram": [st.sampled_from(["m", "h", "x", ""]), numbers, limit, limit],
         "register_worker": [st.sampled_from(["w:1", "", "a b", "{x}"]), lease, texts, numbers, texts, numbers,
                             numbers, numbers, texts],
         "unregister_worker": [st.sampled_from(["w:1", ""])],
@@ -181,7 +182,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     keys = [KEYS.pending, KEYS.active, KEYS.done, KEYS.failed, KEYS.events]
     picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed",
                      "purge", "stats", "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
-                     "register_worker", "unregister_worker", "search", "groups", "signature", "series",
+                     "register_worker", "unregister_worker", "search", "groups", "signature", "series", "histogram",
                      "group_failed", "note_refusal", "why_queue")
     if name == "exchange:admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]

@@ -153,6 +153,19 @@ def cmd_workers(mq: EchoMQ, args: argparse.Namespace) -> None:
                         f"holds {w.held}", f"heartbeat {'?' if beat is None else f'{beat:.1f} s ago'}")))
 
 
+def cmd_why(mq: EchoMQ, args: argparse.Namespace) -> None:
+    from . import why
+
+    answer = why.queue_why(mq, args.queue) if args.id is None else why.job_why(mq, args.queue, args.id)
+    if args.json:
+        _out(answer.as_dict())
+    else:
+        for reason in answer.reasons:
+            print(f"{reason.code}\t{_shown(reason.text)}")
+    if answer.top.code == "unknown":
+        raise SystemExit(1)
+
+
 def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
     stats = mq.stats(args.queue)
     if args.json:
@@ -370,6 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("state", choices=["done", "failed"])
     p.add_argument("--older-than-ms", type=int, default=0)
 
+    p = command("why", cmd_why, "why a queue is not draining, or why a job is not moving: reasons, most decisive first")
+    p.add_argument("queue")
+    p.add_argument("id", nargs="?")
+    p.add_argument("--json", action="store_true")
     p = command("stats", cmd_stats, "counts per state")
     p.add_argument("queue")
     p.add_argument("--json", action="store_true")

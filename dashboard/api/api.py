@@ -11,6 +11,7 @@ a status that says which kind: 400 bad input, 401 no caller, 403 not allowed,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from django.core.exceptions import PermissionDenied
@@ -28,7 +29,7 @@ from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
-from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
+from queues import EchoMQ, InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name, why
 from queues.keys import validate_state
 
 from . import schemas as s
@@ -177,6 +178,33 @@ def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
     except (Unavailable, Refused) as error:
         history, history_error = [], str(error)
     return job_out(view, history, history_error)
+
+
+@api.get("/queues/{q}/why", response={**ERRORS, 200: s.WhyOut, 503: s.WhyOut},
+         summary="Why a queue is not draining: reasons, most decisive first")
+def queue_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    """One bounded read of the queue and its workers; 503 with the reason ``unknown`` when Redis did not answer."""
+    _viewer(request)
+    name = validate_queue_name(q)
+    return _why(lambda mq: why.queue_why(mq, name))
+
+
+@api.get("/jobs/{q}/{path:id}/why", response={**ERRORS, 200: s.WhyOut, 503: s.WhyOut},
+         summary="Why a job is not moving: reasons, most decisive first")
+def job_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128),
+            id: str = Path(..., pattern=s.JOB_ID_PATTERN, max_length=256)) -> Any:
+    """One bounded read of the job, its queue and its worker; a job that does not exist answers ``missing``."""
+    _viewer(request)
+    name, job_id = validate_queue_name(q), validate_job_id(id)
+    return _why(lambda mq: why.job_why(mq, name, job_id))
+
+
+def _why(ask: Callable[[EchoMQ], why.Why]) -> Any:
+    try:
+        answer = read(ask)
+    except Unavailable as error:  # no client at all (Redis down at connect): the same answer, never a 0
+        answer = why.unknown(error)
+    return Status(503 if answer.top.code == "unknown" else 200, answer.as_dict())
 
 
 @api.get("/audit", response={200: s.AuditPageOut, **ERRORS}, summary="The audit log, newest first")

@@ -188,3 +188,16 @@ class PauseIn(Schema):
     queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
     reason: str = Field("", max_length=1000, description="Why, for whoever looks (pause only)")
     confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class ReasonOut(Schema):
+    code: str = Field(description="What kind of cause (queues.why.QUEUE_CODES / JOB_CODES); 'unknown' when Redis did "
+                                  "not answer, 'no_cause_found' when the evidence cannot decide")
+    text: str = Field(description="The cause in a sentence")
+    evidence: dict[str, Any] = Field(description="The figures behind it; `marks` says of each whether it is exact, "
+                                                 "estimated or stale (`ages_ms`: how old)")
+
+
+class WhyOut(Schema):
+    reasons: list[ReasonOut] = Field(description="Most decisive first")
+    as_of_ms: int | None = Field(description="The Redis server's clock at the read; None when it did not answer")

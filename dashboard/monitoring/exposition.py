@@ -18,6 +18,8 @@ Series (one per queue where labelled ``queue``):
 - ``emq_job_wait_seconds{queue}`` and ``emq_job_run_seconds{queue}``: histograms (due -> claimed, claimed ->
   complete or fail) with buckets 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600 s, from the same counters.
 - ``emq_workers{queue}``: workers alive in the queue's registry (``emq:{Q}:workers``).
+- ``emq_queues_by_reason{reason}``: how many queues have each why code as their first reason
+  (``queues.why.QUEUE_CODES``, every code present, 0 included; ``unknown``: the why read failed).
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
   ``emq_redis_maxmemory_policy_info{policy}`` (1 per policy in use; anything but ``noeviction`` may lose jobs).
 - ``emq_metrics_last_walk_timestamp_seconds``, ``emq_metrics_walk_duration_seconds``,
@@ -26,6 +28,7 @@ Series (one per queue where labelled ``queue``):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Final
 
@@ -34,6 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from queues.reads import WAIT_BUCKETS_MS
+from queues.why import QUEUE_CODES
 
 from .snapshot import Snapshot
 
@@ -106,6 +110,13 @@ class _SnapshotCollector(Collector):
         for queue, live in s.workers.items():
             alive.add_metric([queue], live)
         yield alive
+        by_reason = GaugeMetricFamily("emq_queues_by_reason", "Queues whose first why reason is this code "
+                                      "(queues not draining: paused, claims_refused, no_live_worker, ...)",
+                                      labels=["reason"])
+        tally = Counter(s.reasons.values())
+        for code in QUEUE_CODES:
+            by_reason.add_metric([code], tally.get(code, 0))
+        yield by_reason
 
         yield GaugeMetricFamily("emq_redis_up", "1 when the last walk reached every Redis primary",
                                 value=int(s.redis_up))

@@ -1,7 +1,7 @@
 """The state ``/metrics`` serves: read in the background, at a bounded rate, only while someone scrapes.
 
 A scrape never reads a queue. One thread per console process walks the queue
-registry with pipelined ``stats``, ``counts`` and ``workers`` reads (three read-only scripts per queue, in
+registry with pipelined ``stats``, ``counts``, ``workers`` and ``why_queue`` reads (four read-only scripts per queue, in
 chunks of ``CHUNK``), at most ``EMQ_METRICS_QUEUES_PER_S`` queues a second, and
 starts the next walk ``EMQ_METRICS_INTERVAL_S`` after the last one began. So
 the Redis work per second is bounded whatever the scrape rate, and at 10,000
@@ -24,7 +24,7 @@ from typing import Final
 from django.conf import settings
 
 from dashboard.services import read
-from queues import Unavailable, reads
+from queues import Unavailable, reads, why
 from queues.health import ServerHealth, server_health
 from queues.reads import QueueStats
 
@@ -50,6 +50,7 @@ class Snapshot:
     # Per queue, its move counters (queues.reads.counts): kept in Redis by the moves, so the same for every process.
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     workers: dict[str, int] = field(default_factory=dict)  # per queue, its live workers
+    reasons: dict[str, str] = field(default_factory=dict)  # per queue, the code of its first why reason
 
 
 @dataclass
@@ -116,6 +117,8 @@ class Walker:
         stats: list[QueueStats] = []
         counts: dict[str, dict[str, int]] = {}
         workers: dict[str, int] = {}
+        reasons: dict[str, str] = {}
+        sweeper = read(why.read_sweeper)
         unreadable = 0
         for start in range(0, len(names), CHUNK):
             chunk_started = time.monotonic()
@@ -124,11 +127,15 @@ class Walker:
                 # read() calls the lambda at once, while chunk is still this chunk.
                 results = read(lambda mq: mq.run_many([reads.stats(q) for q in chunk]  # noqa: B023
                                                       + [reads.counts(q) for q in chunk]  # noqa: B023
-                                                      + [reads.workers(q, limit=1) for q in chunk]))  # noqa: B023
+                                                      + [reads.workers(q, limit=1) for q in chunk]  # noqa: B023
+                                                      + [why.queue_evidence(q) for q in chunk]))  # noqa: B023
             except Unavailable:
-                results = [Unavailable("unreachable")] * (3 * len(chunk))
+                results = [Unavailable("unreachable")] * (4 * len(chunk))
             n = len(chunk)
-            for name, result, counted, alive in zip(chunk, results[:n], results[n:2 * n], results[2 * n:]):
+            for name, result, counted, alive, evidence in zip(chunk, results[:n], results[n:2 * n],
+                                                              results[2 * n:3 * n], results[3 * n:]):
+                reasons[name] = (why.decide_queue(evidence, sweeper).top.code if isinstance(evidence, dict)
+                                 else "unknown")
                 if isinstance(result, QueueStats):
                     stats.append(result)
                     if isinstance(counted, dict):
@@ -142,13 +149,13 @@ class Walker:
             if rest > 0 and start + CHUNK < len(names) and self._stop.wait(rest):
                 break
         snapshot = Snapshot(time.time(), time.monotonic() - started, True, health, stats, unreadable, counts=counts,
-                            workers=workers)
+                            workers=workers, reasons=reasons)
         return _rendered(snapshot, self.render)
 
 
 def _rendered(snapshot: Snapshot, render: Callable[[Snapshot], bytes]) -> Snapshot:
     return Snapshot(snapshot.taken_at, snapshot.duration_s, snapshot.redis_up, snapshot.health, snapshot.stats,
-                    snapshot.unreadable, render(snapshot), snapshot.counts, snapshot.workers)
+                    snapshot.unreadable, render(snapshot), snapshot.counts, snapshot.workers, snapshot.reasons)
 
 
 _walker: Walker | None = None

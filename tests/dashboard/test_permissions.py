@@ -133,6 +133,8 @@ VIEWS: dict[str, Entry] = {
     "api/queue": page("/api/queue", "q={q}", get=API_READ),
     "api/queue/jobs": page("/api/queue/jobs", "q={q}&state=failed", get=API_READ),
     "api/job": page("/api/job", "q={q}&id=a", get=API_READ),
+    "api/queues/<q>/why": page("/api/queues/{q}/why", get=API_READ),
+    "api/jobs/<q>/<path:id>/why": page("/api/jobs/{q}/a/why", get=API_READ),
     "api/audit": page("/api/audit", get=API_READ),
     "api/runs/<run_id>": page("/api/runs/{run}", get=API_READ),
     "api/job/actions": Entry("/api/job/actions", {"POST": API_ACT}, json_body={
@@ -245,7 +247,7 @@ def _send(world: World, entry: Entry, persona: str, method: str) -> int:
     if "logout" in entry.path:
         world.forget(persona)
     queue = AIM[persona]
-    path = entry.path.format(run=world.runs[queue].pk)
+    path = entry.path.format(run=world.runs[queue].pk, q=queue)
     client = world.client(persona)
     if method in {"GET", "HEAD", "OPTIONS"}:
         query = entry.query.format(q=queue)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from queues import AsyncEchoMQ, EchoMQ, QueueKeys, moves, why
+from queues.cli import main
 from queues.errors import NothingToClaim
+from tests.support.redis_servers import free_port
 from tests.support.why import commands_run, register, reset_commandstats
 
 
@@ -244,3 +247,20 @@ def test_the_read_sends_as_many_commands_at_10_jobs_as_at_100000(any_mq: EchoMQ,
     fill("large", 100_000)
 
     assert commands("small") == commands("large")
+
+
+def test_emq_why_prints_each_reason_as_a_line_or_the_answer_as_json(mq: EchoMQ, redis_url: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    url = redis_url
+    mq.enqueue("mail", "x", job_id="j")
+    mq.pause("mail", reason="deploy")
+
+    assert main(["--url", url, "why", "mail"]) == 0
+    assert capsys.readouterr().out.startswith("paused\tpaused by test ")
+    assert main(["--url", url, "why", "mail", "j", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert [r["code"] for r in answer["reasons"]] == ["paused", "no_live_worker", "waiting_behind"] and answer["as_of_ms"] > 0
+
+
+def test_emq_why_says_unknown_and_exits_1_when_redis_does_not_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--url", f"redis://127.0.0.1:{free_port()}/0", "why", "mail"]) != 0

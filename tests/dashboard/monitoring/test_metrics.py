@@ -235,3 +235,20 @@ def test_the_wait_and_run_histograms_count_each_claim_and_finish(client: Client,
     assert value(parsed, "emq_job_run_seconds_bucket", queue="mail", le="1") == 0
     assert value(parsed, "emq_job_run_seconds_bucket", queue="mail", le="5") == 1
     assert 2 <= value(parsed, "emq_job_run_seconds_sum", queue="mail") < 30  # type: ignore[operator]
+
+
+def test_emq_queues_by_reason_counts_the_queues_of_each_first_reason(client: Client, viewer: User,
+                                                                     console_mq: EchoMQ) -> None:
+    for name in ("mail", "thumbs"):
+        console_mq.enqueue(name, "x")
+        console_mq.pause(name, reason="deploy")
+    console_mq.enqueue("billing", "x")  # due, and no worker registered
+    console_mq.enqueue("later", "x", delay_ms=60_000)
+    token = api_token_create(user=viewer, name="prometheus")
+
+    parsed = scraped_until(client, token, lambda s: value(s, "emq_metrics_queues") == 4, "a walk")
+
+    assert value(parsed, "emq_queues_by_reason", reason="paused") == 2
+    assert value(parsed, "emq_queues_by_reason", reason="no_live_worker") == 1
+    assert value(parsed, "emq_queues_by_reason", reason="not_due") == 1
+    assert value(parsed, "emq_queues_by_reason", reason="at_capacity") == 0

@@ -7,6 +7,9 @@
 local WHY_WORKERS = 20
 local WHY_MINUTES = 6
 local WHY_TEXT_BYTES = 512
+-- A minute's hash holds a few counters and at most a few hundred latency buckets; one with more
+-- (another writer's) is not read whole.
+local WHY_SLOT_FIELDS = 2048
 
 -- A field of a hash, or '' when absent; nil with the length when it is
 -- longer than `max_bytes` (never read whole).
@@ -70,7 +73,7 @@ local function queue_evidence(now)
     e.workers_wrongtype = registry_type
   end
 
-  -- Arrivals (e) and claims (w0..w10) per minute, for the rates; r, c and f beside them.
+  -- Arrivals (e) and claims (the wait buckets) per minute, for the rates; r, c and f beside them.
   e.minutes = {}
   local current = math.floor(now / 60000)
   for minute = current - WHY_MINUTES + 1, current do
@@ -80,6 +83,15 @@ local function queue_evidence(now)
                            'w9', 'w10')
       local claims = 0
       for i = 5, 15 do claims = claims + (to_int(v[i]) or 0) end
+      -- Claims are counted by their wait's latency bucket (W<b>, latency.lua); older scripts wrote w0..w10.
+      if redis.call('HLEN', key) <= WHY_SLOT_FIELDS then
+        local flat = redis.call('HGETALL', key)
+        for i = 1, #flat, 2 do
+          if string.byte(flat[i], 1) == 87 and string.match(flat[i], '^W%d+$') then
+            claims = claims + (to_int(flat[i + 1]) or 0)
+          end
+        end
+      end
       e.minutes[#e.minutes + 1] = {minute = minute, e = to_int(v[1]) or 0, r = to_int(v[2]) or 0,
                                    c = to_int(v[3]) or 0, f = to_int(v[4]) or 0, claims = claims}
     end

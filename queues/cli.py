@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from . import latency
 from .client import EchoMQ
 from .errors import Duplicate, EmqError, InvalidInput
 from .failures import group_failed, groups
@@ -168,13 +169,15 @@ def cmd_why(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
     stats = mq.stats(args.queue)
+    summary = latency.summarize(mq.run(latency.summary_read(args.queue)))
     if args.json:
-        _out(stats.as_dict())
+        _out({**stats.as_dict(), **summary.as_dict(stats.due)})
         return
     c = stats.counts
     print(f"{stats.queue}: pending {c['pending']} (due {stats.due}, delayed {stats.delayed}) "
           f"active {c['active']} (lapsed {stats.lapsed}) done {c['done']} failed {c['failed']}"
           + (_shown(f" PAUSED by {stats.paused_by or '?'}: {stats.paused_reason}") if stats.paused else ""))
+    print(latency.describe(summary, stats.due))
 
 
 def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:

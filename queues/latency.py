@@ -167,13 +167,15 @@ def _point(start_ms: int, size_ms: int, flat: list[Any]) -> LatencyPoint:
                         Histogram(wait), Histogram(run), odd)
 
 
-def histogram(queue: str, *, resolution: str, first: int, per: int = 1, points: int = 1) -> Call[Latency]:
+def histogram(queue: str, *, resolution: str, first: int | None = None, per: int = 1,
+              points: int = 1) -> Call[Latency]:
     """``points`` points of ``per`` minutes (``resolution='m'``) or hours ('h') each, from ``first``
-    (since the epoch): each point's move counts and wait and run histograms, merged by the server."""
+    (since the epoch; None: the slots that end with the server's current one): each point's move
+    counts and wait and run histograms, merged by the server."""
     keys = QueueKeys(queue)
     if resolution not in ("m", "h"):
         raise InvalidInput("resolution must be 'm' or 'h'")
-    first = _int(first, "first", 0)
+    start = "" if first is None else _int(first, "first", 0)
     per = _int(per, "per", 1, MAX_POINTS)
     points = _int(points, "points", 1, MAX_POINTS)
     if per * points > MAX_SLOTS_PER_READ:
@@ -182,8 +184,97 @@ def histogram(queue: str, *, resolution: str, first: int, per: int = 1, points: 
 
     def parse(reply: list[Any]) -> Latency:
         refused_whole("histogram", reply)
-        now, *flat = reply
+        now, begin, *flat = reply
         return Latency(keys.queue, resolution, int(now),
-                       [_point((first + n * per) * slot_ms, per * slot_ms, list(p)) for n, p in enumerate(flat)])
+                       [_point((int(begin) + n * per) * slot_ms, per * slot_ms, list(p)) for n, p in enumerate(flat)])
 
-    return Call("histogram", keys.script_keys(None), [resolution, first, per, points], parse)
+    return Call("histogram", keys.script_keys(None), [resolution, start, per, points], parse)
+
+
+# The rates behind the time to drain: the last RATE_MINUTES whole minutes (the current one is partial).
+RATE_MINUTES: Final = 10
+PERCENTILE_MINUTES: Final = 60
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """What ``emq stats`` and the queue read tell of latency: percentiles over the last hour, and the
+    rates of the last RATE_MINUTES whole minutes with the time they give the due backlog to drain."""
+
+    wait: Histogram
+    run: Histogram
+    arrival_per_s: float
+    service_per_s: float
+    odd_slots: int
+
+    def time_to_drain_s(self, due: int) -> float | None:
+        """Seconds until ``due`` jobs are claimed at these rates: 0 when none is due, None when the
+        backlog is not shrinking (claims no faster than arrivals)."""
+        if due <= 0:
+            return 0.0
+        net = self.service_per_s - self.arrival_per_s
+        return due / net if net > 0 else None
+
+    def as_dict(self, due: int) -> dict[str, Any]:
+        return {"wait_ms": self.wait.percentiles(), "run_ms": self.run.percentiles(),
+                "wait_measured": self.wait.total, "run_measured": self.run.total,
+                "arrival_per_s": round(self.arrival_per_s, 3), "service_per_s": round(self.service_per_s, 3),
+                "time_to_drain_s": _rounded(self.time_to_drain_s(due)), "rate_window_s": RATE_MINUTES * 60}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def summarize(found: Latency) -> LatencySummary:
+    """The summary of a :func:`summary_read`: its last PERCENTILE_MINUTES minutes merged for the
+    percentiles, and the RATE_MINUTES whole minutes before the current one for the rates."""
+    points = found.points
+    hour = points[-PERCENTILE_MINUTES:]
+    rates = points[-RATE_MINUTES - 1:-1]
+    window_s = RATE_MINUTES * 60
+    arrivals = sum(p.enqueued for p in rates)
+    claims = sum(p.wait.total for p in rates)
+    return LatencySummary(hour[0].wait.merge(*(p.wait for p in hour[1:])),
+                          hour[0].run.merge(*(p.run for p in hour[1:])),
+                          arrivals / window_s, claims / window_s, sum(p.odd_slots for p in points))
+
+
+def summary_read(queue: str) -> Call[Latency]:
+    """The minutes :func:`summarize` needs, ending with the server's current one."""
+    return histogram(queue, resolution="m", points=max(PERCENTILE_MINUTES, RATE_MINUTES + 1))
+
+
+def duration_text(ms: float | None) -> str:
+    """A duration as a person reads it: '840 ms', '12.5 s', '4 min', '2.5 h', '3 d'; '-' for none."""
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000)):
+        if ms >= size:
+            value = ms / size
+            return f"{value:.0f} {unit}" if value >= 10 else f"{value:.1f} {unit}".replace(".0 ", " ")
+    return f"{ms / 1000:.1f} s".replace(".0 ", " ")
+
+
+def drain_text(summary: LatencySummary, due: int) -> str:
+    """'~4 min at the last 10 min's rate', 'nothing due' or 'not draining'."""
+    seconds = summary.time_to_drain_s(due)
+    if due <= 0:
+        return "nothing due"
+    if seconds is None:
+        return "not draining"
+    return f"~{duration_text(seconds * 1000)} at the last {RATE_MINUTES} min's rate"
+
+
+def describe(summary: LatencySummary, due: int) -> str:
+    """The lines ``emq stats`` prints."""
+    def three(h: Histogram) -> str:
+        if not h.total:
+            return "not measured"
+        p = h.percentiles()
+        return f"p50 {duration_text(p['p50'])}, p95 {duration_text(p['p95'])}, p99 {duration_text(p['p99'])} ({h.total} jobs)"
+    return (f"  wait (last hour): {three(summary.wait)}\n  run (last hour): {three(summary.run)}\n"
+            f"  arrivals {summary.arrival_per_s:.2f}/s, claims {summary.service_per_s:.2f}/s; "
+            f"time to drain: {drain_text(summary, due)}")

@@ -5,9 +5,10 @@
 -- or a month of hours comes back as a few hundred numbers.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
--- ARGV: 1 resolution ('m' minutes, 'h' hours), 2 first (minute or hour since the epoch, 0..),
---       3 per (slots per point, 1..240), 4 points (1..240); per * points at most 1440
--- Reply: {now_ms, then per point: {odd, field1, count1, field2, count2, ...}}
+-- ARGV: 1 resolution ('m' minutes, 'h' hours), 2 first (minute or hour since the epoch, 0..; '':
+--       the slots that end with the current one), 3 per (slots per point, 1..240), 4 points
+--       (1..240); per * points at most 1440
+-- Reply: {now_ms, first, then per point: {odd, field1, count1, field2, count2, ...}}
 --        fields: e, c, f (the move counts of count_series), then W<bucket> and R<bucket> (waits and
 --        runs), each summed over the point's slots; odd: how many of its slots were left out, their
 --        key being of another type or holding more fields than any script writes
@@ -15,16 +16,22 @@ local err = check_keys(nil)
 if err then return err end
 local resolution = ARGV[1]
 if resolution ~= 'm' and resolution ~= 'h' then return bad_arg("resolution must be 'm' or 'h'") end
-local first, bad = int_arg(ARGV[2], 'first', 0, MAX_INT)
-if bad then return bad end
 local per, bad2 = int_arg(ARGV[3], 'per', 1, 240)
 if bad2 then return bad2 end
 local points, bad3 = int_arg(ARGV[4], 'points', 1, 240)
 if bad3 then return bad3 end
 if per * points > 1440 then return bad_arg('per * points must be at most 1440') end
+local now = now_ms()
+local first, bad
+if ARGV[2] == '' then
+  first = math.floor(now / (resolution == 'm' and 60000 or 3600000)) - per * points + 1
+else
+  first, bad = int_arg(ARGV[2], 'first', 0, MAX_INT)
+  if bad then return bad end
+end
 -- A script writes 15 counters and at most 2 * 700 buckets (up to MAX_DELAY_MS) into one slot's hash.
 local MAX_FIELDS = 2048
-local reply = {now_ms()}
+local reply = {now, first}
 for p = 0, points - 1 do
   local sums, order, odd = {}, {}, 0
   for slot = first + p * per, first + (p + 1) * per - 1 do

@@ -244,6 +244,25 @@ async function verify() {
   check(pyFails.length === 2 && pyFails.every((e) => e.error.includes('boom')), 'the Python worker\'s errors are kept', pyFails);
   check(histories.f[2].actor !== ACTOR && histories.f[3].actor !== ACTOR, 'the Python worker recovered and claimed f', histories.f);
 
+  // Section 8a: j1's wait (enqueued, so due, -> claimed) and run (claimed -> completed), both by this
+  // client, are counted in the latency buckets of the minute of each move.
+  const bucket = (ms) => {
+    if (ms < 32) return ms;
+    let bits = 0;
+    while (2 ** bits <= ms) bits += 1;
+    const g = bits - 5;
+    return 16 * g + Math.floor(ms / 2 ** g);
+  };
+  const [enq, claimed, completed] = histories.j1;
+  if (enq && claimed && completed) {
+    const waitField = `W${bucket(claimed.ts - enq.ts)}`;
+    const runField = `R${bucket(completed.ts - claimed.ts)}`;
+    const waits = await redis.send(['HGET', `emq:{${Q}}:m:${Math.floor(claimed.ts / 60000)}`, waitField]);
+    const runs = await redis.send(['HGET', `emq:{${Q}}:m:${Math.floor(completed.ts / 60000)}`, runField]);
+    check(Number(waits) >= 1 && Number(runs) >= 1, 'j1\'s wait and run are in their latency buckets',
+      [waitField, waits, runField, runs]);
+  }
+
   // Checklist 14: the reads' element types (section 10).
   const job = await call('job', keys(Q, 'big'), ['big', 1000]);
   check(typeof job[0] === 'number' && job.slice(1, 5).every((v) => typeof v === 'string') && job[5] === 'hash'

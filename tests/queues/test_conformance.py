@@ -22,6 +22,7 @@ import pytest
 
 from queues import ClaimedJob, EchoMQ
 from queues.integrity import check_queue
+from queues.latency import histogram
 from queues.scripts import LUA_DIR, script
 from queues.worker import Worker
 from tests.support.waiting import wait_until
@@ -112,4 +113,9 @@ def test_a_runtime_written_from_the_protocol_interoperates_with_the_python_worke
     assert verified["counts"] == [0, 0, 11, 3]
     assert {mq.job(QUEUE, job_id).state for job_id in ("g", "boom0", "boom1")} == {"failed"}
     assert check_queue(mq, QUEUE).ok
+    # Every claim and every complete or fail, of either runtime, is in the latency histograms.
+    claims = sum(1 for e in mq.events(QUEUE) if e.move == "claim")
+    finishes = sum(1 for e in mq.events(QUEUE) if e.move in ("complete", "fail"))
+    whole = mq.run(histogram(QUEUE, resolution="m", points=30)).whole()
+    assert (whole.wait.total, whole.run.total) == (claims, finishes) and claims > 0
     assert "conform" in mq.queues()

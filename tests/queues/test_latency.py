@@ -7,9 +7,9 @@ import random
 import pytest
 
 from queues import EchoMQ, QueueKeys, moves, reads
-from queues.latency import Histogram, bucket_bounds, bucket_of, histogram
+from queues.latency import Histogram, bucket_bounds, bucket_of, histogram, summarize, summary_read
 from tests.support.jobs import done_jobs
-from tests.support.latency import rank_error, record_latencies
+from tests.support.latency import early_in_a_minute, rank_error, record_enqueues, record_latencies
 
 MINUTE, HOUR = 60_000, 3_600_000
 
@@ -129,3 +129,69 @@ def test_a_read_of_too_many_slots_is_refused_before_it_reaches_redis(per: int, p
 
     with pytest.raises(InvalidInput):
         histogram("lat", resolution="m", first=1, per=per, points=points)
+
+
+def _steady_load(rng: random.Random, backlog: int, arrival_per_s: float, service_per_s: float,
+                 start_s: float, stop_s: float | None) -> tuple[list[tuple[float, str, int]], list[float], float | None]:
+    """A queue simulated from ``start_s`` (s, negative: before now): Poisson arrivals, claims at a
+    Poisson rate while anything is due. Returns its moves until ``stop_s`` (time, 'e' or 'W', wait ms),
+    the due times of the backlog left at ``stop_s``, and when the backlog emptied (None: ``stop_s`` came
+    first)."""
+    due = [start_s] * backlog
+    head, t, moves_seen = 0, start_s, []
+    next_arrival = t + rng.expovariate(arrival_per_s)
+    next_claim = t + rng.expovariate(service_per_s)
+    while True:
+        t = min(next_arrival, next_claim)
+        if stop_s is not None and t >= stop_s:
+            return moves_seen, due[head:], None
+        if next_arrival <= next_claim:
+            due.append(t)
+            moves_seen.append((t, "e", 0))
+            next_arrival = t + rng.expovariate(arrival_per_s)
+        else:
+            if head < len(due):
+                moves_seen.append((t, "W", round((t - due[head]) * 1000)))
+                head += 1
+                if head == len(due):
+                    return moves_seen, [], t
+            next_claim = t + rng.expovariate(service_per_s)
+
+
+def test_the_time_to_drain_is_within_20_percent_of_the_drain_a_steady_load_then_takes(mq: EchoMQ) -> None:
+    rng = random.Random(11)
+    now = early_in_a_minute(mq, "lat")
+    # Twelve minutes of 10 arrivals/s and 20 claims/s on a backlog of 12,000, recorded at their times
+    # through the moves' own counting, so the ten whole minutes the rates are read from are covered.
+    seen, left, _ = _steady_load(rng, 12_000, 10.0, 20.0, -720.0, 0.0)
+    by_ms: dict[tuple[int, str], list[int]] = {}
+    for t, kind, wait in seen:
+        by_ms.setdefault((now + round(t * 1000), kind), []).append(wait)
+    for (ts, kind), waits in sorted(by_ms.items()):
+        if kind == "e":
+            record_enqueues(mq, "lat", ts, len(waits))
+        else:
+            record_latencies(mq, "lat", ts, "W", waits)
+    mq.enqueue_many("lat", ["x"] * len(left))  # the backlog at now: due jobs
+    stats = mq.stats("lat")
+
+    estimate = summarize(mq.run(summary_read("lat"))).time_to_drain_s(stats.due)
+    # The same load goes on from now, from the backlog it left, until nothing is due.
+    rest = random.Random(12)
+    _, _, drained = _steady_load(rest, len(left), 10.0, 20.0, 0.0, None)
+
+    assert stats.due == len(left) > 4000
+    assert estimate is not None and drained is not None
+    assert abs(estimate - drained) <= 0.2 * drained, (estimate, drained)
+
+
+def test_a_backlog_that_is_not_shrinking_has_no_time_to_drain(mq: EchoMQ) -> None:
+    now = early_in_a_minute(mq, "lat")
+    for minute in range(1, 11):
+        record_enqueues(mq, "lat", now - minute * MINUTE, 600)
+        record_latencies(mq, "lat", now - minute * MINUTE, "W", [5] * 300)
+    found = summarize(mq.run(summary_read("lat")))
+
+    assert found.arrival_per_s > found.service_per_s > 0
+    assert found.time_to_drain_s(100) is None
+    assert found.time_to_drain_s(0) == 0.0

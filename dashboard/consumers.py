@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
+from autobahn.exception import Disconnected
 from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -177,7 +178,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 log.error("a live message of %d bytes was not sent (at most %d): %.200s",
                           len(message.encode()), MESSAGE_MAX_BYTES, message)
                 continue
-            await self.send(text_data=message)
+            try:
+                await self.send(text_data=message)
+            except (Disconnected, OSError):
+                # The tab closed while this was being rendered: normal for a live page, not a fault.
+                # Daphne raises autobahn's Disconnected (ASGI servers an OSError); disconnect() follows.
+                return
 
 
 class UnknownPathConsumer(AsyncWebsocketConsumer):

@@ -7,15 +7,17 @@ and the other workers' heartbeat recovers them. Exchange orders flow too: a
 producer places orders through the gateway's one script and a worker fills
 them (``exchange.demo:fill_order``). A queue ``legacy`` holds a few jobs as
 another runtime might have written them, so the console's warnings show.
-Serves the console with daphne in the foreground and prints its URL and the
-demo logins.
+Serves the console with daphne in the foreground; once it listens, prints its URL
+and the demo logins last, and again every few minutes, so that they stay easy to find.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from queues.foreign import write_foreign_job
 from queues.worker import Worker
 
 LOGINS = (("operator", "operator-demo", OPERATORS), ("viewer", "viewer-demo", VIEWERS))
+BANNER_EVERY_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="seed and run the workers, but do not serve")
         parser.add_argument("--force", action="store_true",
                             help="run on a Redis that already holds keys (its demo workers move jobs in it)")
+        parser.add_argument("--access-log", action="store_true",
+                            help="print daphne's access log (a line per request; off so the logins stay in view)")
+        parser.add_argument("--banner-every", type=float, default=BANNER_EVERY_S, metavar="SECONDS",
+                            help="print the URL and the logins again this often (default every five minutes)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.DEBUG and not options["no_serve"] and not is_loopback((options["addr"], options["port"])):
@@ -136,24 +143,45 @@ class Command(BaseCommand):
         thread = threading.Thread(target=lambda: asyncio.run(self._work(url, stop)), name="demo-workers", daemon=True)
         thread.start()
 
-        address = f"http://{options['addr']}:{options['port']}/"
-        self.stdout.write(self.style.SUCCESS(f"EchoMQ console: {address}"))
-        for username, password, role in LOGINS:
-            self.stdout.write(f"  log in as {username} / {password}  ({role})")
-        self.stdout.write(f"  Redis: {_safe(url)}   (Ctrl-C stops the console and the demo workers)")
         try:
             if options["no_serve"]:
+                self._banner(url, options)
                 thread.join()
             else:
                 from daphne.cli import CommandLineInterface
 
-                CommandLineInterface().run(["-b", options["addr"], "-p", str(options["port"]),
+                threading.Thread(target=self._announce, args=(url, options, stop), name="demo-banner",
+                                 daemon=True).start()
+                # The access log is off unless asked for: a live page makes a dozen lines a second,
+                # which would push the URL and the logins out of the terminal at once.
+                access_log = ["--access-log", "-"] if options["access_log"] else ["--access-log", os.devnull]
+                CommandLineInterface().run(["-b", options["addr"], "-p", str(options["port"]), *access_log,
                                             "--proxy-headers", "dashboard.asgi:application"])
         except KeyboardInterrupt:
             pass
         finally:
             stop.set()
             thread.join(timeout=15)
+
+    def _banner(self, url: str, options: dict[str, Any]) -> None:
+        address = f"http://{options['addr']}:{options['port']}/"
+        self.stdout.write(self.style.SUCCESS(f"EchoMQ console: {address}"))
+        for username, password, role in LOGINS:
+            self.stdout.write(f"  log in as {username} / {password}  ({role})")
+        self.stdout.write(f"  Redis: {_safe(url)}   (Ctrl-C stops the console, the demo workers and a private Redis)")
+        self.stdout.flush()
+
+    def _announce(self, url: str, options: dict[str, Any], stop: threading.Event) -> None:
+        """The banner once daphne listens (after its own start-up lines), then again every few minutes."""
+        while not stop.is_set():
+            try:
+                socket.create_connection((options["addr"], options["port"]), timeout=1).close()
+                break
+            except OSError:
+                stop.wait(0.1)
+        while not stop.is_set():
+            self._banner(url, options)
+            stop.wait(options["banner_every"])
 
     def _seed(self, mq: EchoMQ) -> None:
         for queue in QUEUES:

@@ -24,6 +24,7 @@ from .census import census_pass
 from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
+from .queue_names import queue_missing
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 from .viewing import viewers_only
@@ -106,6 +107,12 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
         return render(request, "dashboard/queue.html", {**context, "read_error": str(refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
+    try:
+        missing, close = queue_missing(name, stats)
+    except Unavailable as error:
+        return _unavailable(request, "dashboard/queue.html", error, context)
+    if missing:
+        return render(request, "dashboard/queue.html", {**context, "missing": missing, "close": close}, status=404)
     follower = live_follower()
     context.update(queue_workers_context(name))
     context.update(queue_history_context(name, request.GET.get("range", "1h")))

@@ -27,10 +27,12 @@ from dashboard.actions.confirmations import MAX_AGE_S, ConfirmationRefused, Prop
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
+from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name, why
 from queues.keys import validate_state
+from queues.reads import QueueStats
 
 from . import schemas as s
 from .present import audit_entry, job_out, page_out, queue_out
@@ -147,14 +149,23 @@ def queues_list(request: HttpRequest, after: str = "", limit: int = Query(100, g
             "next_after": page[-1] if more else None, "stale": known.stale}
 
 
-@api.get("/queue", response={200: s.QueueOut, 409: s.ErrorOut, **ERRORS}, summary="One queue's counts")
+def _existing(name: str, stats: QueueStats) -> QueueStats:
+    """The stats of a queue that exists; a misspelt name is a 404 that says so (and what it may have meant)."""
+    missing, _ = queue_missing(name, stats)
+    if missing:
+        raise Http404(missing)
+    return stats
+
+
+@api.get("/queue", response={200: s.QueueOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS}, summary="One queue's counts")
 def queue_detail(request: HttpRequest, q: str = QUEUE) -> Any:
     _viewer(request)
     name = validate_queue_name(q)
-    return queue_out(name, read(lambda mq: mq.stats(name)))
+    return queue_out(name, _existing(name, read(lambda mq: mq.stats(name))))
 
 
-@api.get("/queue/jobs", response={200: s.PageOut, 409: s.ErrorOut, **ERRORS}, summary="A page of one state's jobs, by cursor")
+@api.get("/queue/jobs", response={200: s.PageOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
+         summary="A page of one state's jobs, by cursor")
 def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done", "failed"],
                after: str | None = None, before: str | None = None,
                limit: int = Query(50, ge=1, le=reads.PAGE_LIMIT_MAX), order: Literal["asc", "desc"] = "asc",
@@ -163,6 +174,8 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
     _viewer(request)
     name, state = validate_queue_name(q), validate_state(state)
     page = read(lambda mq: mq.page(name, state, after=after, before=before, limit=limit, order=order))
+    if not page.rows:
+        _existing(name, read(lambda mq: mq.stats(name)))
     return page_out(page)
 
 

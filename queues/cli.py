@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import latency
+from . import latency, slo
 from .client import EchoMQ
 from .errors import Duplicate, EmqError, InvalidInput
 from .failures import group_failed, groups
@@ -178,6 +178,47 @@ def cmd_stats(mq: EchoMQ, args: argparse.Namespace) -> None:
           f"active {c['active']} (lapsed {stats.lapsed}) done {c['done']} failed {c['failed']}"
           + (_shown(f" PAUSED by {stats.paused_by or '?'}: {stats.paused_reason}") if stats.paused else ""))
     print(latency.describe(summary, stats.due))
+
+
+def cmd_slo_set(mq: EchoMQ, args: argparse.Namespace) -> None:
+    change = mq.run(slo.slo_set(args.queue, metric=args.metric, under_ms=args.under_ms, target=args.target,
+                                window_days=args.window_days, actor=mq.actor))
+    now = mq.run(slo.slos()).for_queue(args.queue) if not any(c in args.queue for c in "*?[") else None
+    was = f" (was: {change.previous.describe()})" if change.previous else ""
+    shown = now.describe() if now else f"{args.target} % under {args.under_ms} ms"
+    print(_shown(f"{args.queue}: {shown}{was}"))
+
+
+def cmd_slo_delete(mq: EchoMQ, args: argparse.Namespace) -> None:
+    change = mq.run(slo.slo_delete(args.queue))
+    print(_shown(f"{args.queue}: objective removed ({change.previous.describe() if change.previous else '?'})"))
+
+
+# At most this many queues a pattern's objective is shown for in `emq slo list`.
+SLO_LIST_QUEUES = 50
+
+
+def cmd_slo_list(mq: EchoMQ, args: argparse.Namespace) -> None:
+    found = mq.run(slo.slos())
+    known = mq.known_queues().names
+    for objective in found.slos:
+        queues = [q for q in known if found.for_queue(q) == objective][:SLO_LIST_QUEUES] \
+            if objective.is_pattern else [objective.name]
+        if not queues and getattr(args, "json", False):
+            _out({"queue": None, **objective.as_dict()})
+        elif not queues:
+            print(_shown(f"{objective.name}: {objective.describe()}; no queue matches"))
+        for queue in queues:
+            status = slo.slo_status(mq, queue, objective)
+            if getattr(args, "json", False):
+                _out(status.as_dict())
+                continue
+            attained = "not measured" if status.attainment is None else f"{status.attainment * 100:.3f} %"
+            burn = ", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in status.burn.items())
+            print(_shown(f"{queue}: {objective.describe()}: attained {attained} ({status.measured} jobs); "
+                         f"burn rate {burn}" + ("; BURNING FAST" if status.burning_fast else "")))
+    for name in found.unreadable:
+        print(_shown(f"{name}: an objective not written by slo_set (unreadable)"))
 
 
 def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -390,6 +431,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queue")
     p.add_argument("id", nargs="?")
     p.add_argument("--json", action="store_true")
+    p = command("slo", cmd_slo_list, "latency objectives: set, list, delete (see PROTOCOL.md, 8a)")
+    slo_sub = p.add_subparsers(dest="slo_command")
+    p = slo_sub.add_parser("set", help="set a queue's (or a name pattern's) objective, replacing any")
+    p.set_defaults(run=cmd_slo_set)
+    p.add_argument("queue", help="a queue, or a pattern such as 'mail-*'")
+    p.add_argument("--metric", choices=["wait", "run"], required=True)
+    p.add_argument("--under-ms", type=int, required=True)
+    p.add_argument("--target", required=True, help="percent of jobs under --under-ms, such as 95 or 99.9")
+    p.add_argument("--window-days", type=int, default=30)
+    p = slo_sub.add_parser("list", help="every objective, with each queue's attainment and burn rates")
+    p.set_defaults(run=cmd_slo_list)
+    p.add_argument("--json", action="store_true")
+    p = slo_sub.add_parser("delete", help="remove a queue's (or a pattern's) objective")
+    p.set_defaults(run=cmd_slo_delete)
+    p.add_argument("queue")
     p = command("stats", cmd_stats, "counts per state")
     p.add_argument("queue")
     p.add_argument("--json", action="store_true")

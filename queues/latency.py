@@ -168,10 +168,10 @@ def _point(start_ms: int, size_ms: int, flat: list[Any]) -> LatencyPoint:
 
 
 def histogram(queue: str, *, resolution: str, first: int | None = None, per: int = 1,
-              points: int = 1) -> Call[Latency]:
+              points: int = 1, back: int = 0) -> Call[Latency]:
     """``points`` points of ``per`` minutes (``resolution='m'``) or hours ('h') each, from ``first``
-    (since the epoch; None: the slots that end with the server's current one): each point's move
-    counts and wait and run histograms, merged by the server."""
+    (since the epoch; None: the slots that end ``back`` slots before the server's current one): each
+    point's move counts and wait and run histograms, merged by the server."""
     keys = QueueKeys(queue)
     if resolution not in ("m", "h"):
         raise InvalidInput("resolution must be 'm' or 'h'")
@@ -188,7 +188,10 @@ def histogram(queue: str, *, resolution: str, first: int | None = None, per: int
         return Latency(keys.queue, resolution, int(now),
                        [_point((int(begin) + n * per) * slot_ms, per * slot_ms, list(p)) for n, p in enumerate(flat)])
 
-    return Call("histogram", keys.script_keys(None), [resolution, start, per, points], parse)
+    args: list[Any] = [resolution, start, per, points]
+    if first is None and back:
+        args.append(_int(back, "back", 0, 100_000))
+    return Call("histogram", keys.script_keys(None), args, parse)
 
 
 # The rates behind the time to drain: the last RATE_MINUTES whole minutes (the current one is partial).

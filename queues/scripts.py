@@ -43,6 +43,8 @@ READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", 
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram")
 # The sweeper's scripts on the lease index (one key outside every queue's slot; see queues/lease_index.py).
 LEASE_INDEX_SCRIPTS: Final = ("lease_index_take", "lease_index_settle")
+# Latency objectives, in one key outside every queue's slot (see queues/slo.py).
+SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 
 
 @dataclass(frozen=True, slots=True)

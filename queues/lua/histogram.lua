@@ -7,7 +7,8 @@
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 queue prefix
 -- ARGV: 1 resolution ('m' minutes, 'h' hours), 2 first (minute or hour since the epoch, 0..; '':
 --       the slots that end with the current one), 3 per (slots per point, 1..240), 4 points
---       (1..240); per * points at most 1440
+--       (1..240); per * points at most 1440; 5 back (optional, with first '': end that many slots
+--       before the current one, 0..100000)
 -- Reply: {now_ms, first, then per point: {odd, field1, count1, field2, count2, ...}}
 --        fields: e, c, f (the move counts of count_series), then W<bucket> and R<bucket> (waits and
 --        runs), each summed over the point's slots; odd: how many of its slots were left out, their
@@ -24,7 +25,9 @@ if per * points > 1440 then return bad_arg('per * points must be at most 1440') 
 local now = now_ms()
 local first, bad
 if ARGV[2] == '' then
-  first = math.floor(now / (resolution == 'm' and 60000 or 3600000)) - per * points + 1
+  local back, bad4 = int_arg(ARGV[5] or '0', 'back', 0, 100000)
+  if bad4 then return bad4 end
+  first = math.floor(now / (resolution == 'm' and 60000 or 3600000)) - back - per * points + 1
 else
   first, bad = int_arg(ARGV[2], 'first', 0, MAX_INT)
   if bad then return bad end

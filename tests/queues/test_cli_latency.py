@@ -56,3 +56,23 @@ def test_a_draining_backlog_prints_its_time_to_drain(mq: EchoMQ, redis_url: str,
 
     assert (found["arrival_per_s"], found["service_per_s"], found["time_to_drain_s"]) == (1.0, 2.0, 240.0)
     assert "~4 min at the last 10 min's rate" in text
+
+
+def test_slo_set_list_and_delete_through_the_cli(mq: EchoMQ, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    done_jobs(mq, "q", 3)
+
+    assert main(["--url", redis_url, "slo", "set", "q", "--metric", "wait", "--under-ms", "30000", "--target", "95"]) == 0
+    set_out = capsys.readouterr().out
+    assert main(["--url", redis_url, "slo", "list", "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["--url", redis_url, "slo", "list"]) == 0
+    text = capsys.readouterr().out
+    assert main(["--url", redis_url, "slo", "delete", "q"]) == 0
+    capsys.readouterr()
+    assert main(["--url", redis_url, "slo", "delete", "q"]) != 0
+
+    assert "95 % of jobs wait under 30,000 ms over 30 d" in set_out
+    assert [(e["queue"], e["metric"], e["under_ms"], e["target"], e["measured"], e["attainment"]) for e in listed] == [
+        ("q", "wait", 30_000, 95.0, 3, 1.0)]
+    assert set(listed[0]["burn_rate"]) == {"5m", "30m", "1h", "6h"} and listed[0]["burn_rate"]["1h"] == 0.0
+    assert "q: 95 % of jobs wait under 30,000 ms over 30 d: attained 100.000 % (3 jobs)" in text

@@ -14,12 +14,13 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from queues import EmqError, InvalidInput, reads, validate_job_id
+from queues import EmqError, InvalidInput, reads, validate_job_id, why
 from queues.follower import Follower, Update
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .census import CensusPass, census_pass
+from .why_line import why_context, why_down
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
 FILTER_MAX = presenters.FILTER_MAX
@@ -39,6 +40,10 @@ def _common(follower: Follower, now_ms: int, *, status: bool) -> str:
         html += _render("dashboard/_redis_status.html",
                         {"redis_down": follower.up is False, "redis_error": follower.error})
     return html
+
+
+def _why_down(follower: Follower) -> str:
+    return _render("dashboard/_why_line.html", why_down(follower.error))
 
 
 class LivePage(ABC):
@@ -172,7 +177,8 @@ class QueuePage(LivePage):
 
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
-            return [_common(follower, 0, status=True)]
+            return [_common(follower, 0, status=True) + _why_down(follower)]
+        answer = await why.queue_why_async(follower.mq, self.window.queue)
         try:
             stats, page, states = await follower.mq.run_many([
                 reads.stats(self.window.queue), reads.page(self.window.queue, self.window.state, **self.window.where()),
@@ -181,18 +187,19 @@ class QueuePage(LivePage):
             stats = page = states = None
         self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
         if self.stale:
-            return [_common(follower, 0, status=True)]
+            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_context(answer))]
         on_page = {row.id for row in page.rows}
         elsewhere = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
         context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
                                               elsewhere=elsewhere)
         return [_common(follower, page.now_ms, status=True)
+                + _render("dashboard/_why_line.html", why_context(answer))
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", context)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:
-            return [_common(follower, 0, status=True)] if update.up is not None else []
+            return [_common(follower, 0, status=True) + _why_down(follower)] if update.up is not None else []
         if self.stale or update.changed(self.window.queue) or update.tick or update.up is not None:
             return await self.full(follower)
         return []
@@ -205,22 +212,31 @@ class JobPage(LivePage):
 
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
-            return [_common(follower, 0, status=True)]
+            return [_common(follower, 0, status=True) + _why_down(follower)]
         try:
             view = await follower.mq.job(self.queue, self.job_id)
             history = await follower.mq.job_events(self.queue, self.job_id)
-        except EmqError:
+        except EmqError as error:
             self.stale = True
-            return [_common(follower, 0, status=True)]
+            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_down(str(error)))]
         self.stale = False
         detail = presenters.job_detail(view, history)
-        return [_common(follower, view.now_ms, status=True)
+        return [_common(follower, view.now_ms, status=True) + await self._why(follower)
                 + _render("dashboard/_job_core.html", {"detail": detail})
                 + _render("dashboard/_job_history.html", {"detail": detail})]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:
-            return [_common(follower, 0, status=True)] if update.up is not None else []
+            return [_common(follower, 0, status=True) + _why_down(follower)] if update.up is not None else []
         if self.stale or update.job_changed(self.queue, self.job_id) or update.up is not None:
             return await self.full(follower)
+        if update.tick or update.changed(self.queue):
+            # A worker's death or a lease lapse writes no event of this job: the line follows the clock too.
+            return [await self._why(follower)]
         return []
+
+    async def _why(self, follower: Follower) -> str:
+        if follower.mq is None:
+            return _why_down(follower)
+        return _render("dashboard/_why_line.html", why_context(await why.job_why_async(follower.mq, self.queue,
+                                                                                        self.job_id)))

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name
+from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name, why
 from queues.census import Census
 from queues.reads import QueueStats
 
@@ -28,6 +28,7 @@ from .queue_names import queue_missing
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 from .viewing import viewers_only
+from .why_line import why_context
 
 
 def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
@@ -114,6 +115,7 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     if missing:
         return render(request, "dashboard/queue.html", {**context, "missing": missing, "close": close}, status=404)
     follower = live_follower()
+    context.update(why_context(read(lambda mq: why.queue_why(mq, name))))
     context.update(queue_workers_context(name))
     context.update(queue_history_context(name, request.GET.get("range", "1h")))
     context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
@@ -148,6 +150,7 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     detail = presenters.job_detail(view, history, history_error=history_error, full_payload=request.GET.get("full") == "1")
     context.update(detail=detail, now_ms=view.now_ms,
                    worker_gone=held_by_gone_worker(name, view.state, view.text("worker")))
+    context.update(why_context(read(lambda mq: why.job_why(mq, name, job_id))))
     status = 200 if view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)

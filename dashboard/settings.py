@@ -108,6 +108,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = EMQ_MAX_BODY_BYTES
 EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL", "redis://127.0.0.1:6379/0")
 # Entries of a state one step of a console search looks at, at most (each step is also held to ~2 ms).
 EMQ_SEARCH_STEP_ENTRIES = int(os.environ.get("EMQ_SEARCH_STEP_ENTRIES", "2000"))
+# A person runs at most EMQ_SEARCH_PER_USER searches at once, a console process EMQ_SEARCH_PER_PROCESS (a search
+# socket beyond them waits its turn, saying so; a count asked for by a confirmation is refused in words). The
+# process's searches and bulk runs over searches keep Redis busy at most EMQ_SEARCH_DUTY of the time together (a
+# pause after each step in proportion to its cost), and one search stops after EMQ_SEARCH_REDIS_S of Redis time.
+EMQ_SEARCH_PER_USER = int(_number("EMQ_SEARCH_PER_USER", 2, minimum=1))
+EMQ_SEARCH_PER_PROCESS = int(_number("EMQ_SEARCH_PER_PROCESS", 4, minimum=1))
+EMQ_SEARCH_DUTY = _number("EMQ_SEARCH_DUTY", 0.25, minimum=0.01)
+EMQ_SEARCH_REDIS_S = _number("EMQ_SEARCH_REDIS_S", 10.0, minimum=0.01)
 
 INSTALLED_APPS = [
     "daphne",

@@ -298,7 +298,7 @@ def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
     query = _query(mq, args, names[0])
     if args.limit is not None and args.limit < 1:
         raise InvalidInput("--limit must be at least 1")
-    engine = Search(query, names, Limits(max_matches=args.limit, seconds=None))
+    engine = Search(query, names, Limits(max_matches=args.limit, seconds=None, redis_seconds=None))
     for step in engine.steps(mq):
         for match in step.matches:
             if args.json:
@@ -339,12 +339,12 @@ def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:
     query = _query(mq, args)
     check_match_move(args.move, query.state)
     if not args.yes:
-        engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, detail=0))
+        engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, redis_seconds=None, detail=0))
         for _ in engine.steps(mq):
             pass
         raise InvalidInput(f"{args.move} would act on the {engine.matched} {_shown(query.describe())} of "
                            f"{_shown(args.queue)}: add --yes to do it")
-    engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, detail=0))
+    engine = Search(query, [args.queue], Limits(max_matches=None, seconds=None, redis_seconds=None, detail=0))
     total = MoveTally()
     for tally in move_matches(mq, args.move, engine, actor=mq.actor):
         total.add(tally)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,9 @@ JsonKind = Literal["num", "str", "any", "bool", "null"]
 # Oldest first where work waits, newest first where it has ended (as the queue page).
 DEFAULT_ORDER: Final[dict[str, Order]] = {"pending": "asc", "active": "asc", "done": "desc", "failed": "desc"}
 MAX_TEXT: Final = 4096
+# A text searched for inside payloads, errors and workers (as the script's NEEDLE_MAX): a plain find of a text
+# that almost matches everywhere costs Redis more the longer the text.
+MAX_NEEDLE: Final = 256
 MAX_PATH_SEGMENTS: Final = 32
 # What one step may cost Redis: about 2 ms, 2000 entries, 100 matches (a reply of at most ~70 KiB).
 STEP_BUDGET_US: Final = 2000
@@ -70,8 +74,8 @@ class FieldFilter:
         value = value_text.strip()
         if not value:
             raise InvalidInput(f"field filter {text!r} has no value after '='; to match an empty string write \"\"")
-        if len(_raw(value)) > MAX_TEXT:
-            raise InvalidInput(f"a field value is at most {MAX_TEXT} bytes")
+        if len(_raw(value)) > MAX_NEEDLE:
+            raise InvalidInput(f"a field value is at most {MAX_NEEDLE} bytes")
         if value.startswith('"'):
             if len(value) < 2 or not value.endswith('"'):
                 raise InvalidInput(f"field value {value} opens a quote it does not close")
@@ -172,13 +176,13 @@ def format_path(path: Iterable[str | int]) -> str:
     return out
 
 
-def _plain_text(value: str, what: str, *, limit: int = MAX_TEXT) -> str:
+def _plain_text(value: str, what: str, *, limit: int = MAX_NEEDLE) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be text")
     if value == "":
         raise InvalidInput(f"an empty {what} matches everything: leave it out instead")
     if len(_raw(value)) > limit:
-        raise InvalidInput(f"{what} is at most {limit} bytes")
+        raise InvalidInput(f"{what} is at most {limit} bytes: search for a distinctive part of it")
     if len(value) > 2 and value.startswith("/") and value.rstrip("i").endswith("/") \
             and _REGEX_SIGNS.search(value.rstrip("i")[1:-1]):
         raise InvalidInput(f"{what} {value!r} looks like a regular expression; search matches plain text only "
@@ -259,6 +263,10 @@ class Query:
         for name in ("payload", "error", "worker"):
             if getattr(self, name):
                 _plain_text(getattr(self, name), name)
+        if self.field is not None:
+            for text in (self.field.value, *(p for p in self.field.path if isinstance(p, str))):
+                if len(_raw(text)) > MAX_NEEDLE:
+                    raise InvalidInput(f"a field filter's keys and value are at most {MAX_NEEDLE} bytes each")
         if self.group:
             validate_group(self.group)
             if self.state != "failed":
@@ -398,33 +406,38 @@ class Slice:
     unreadable: int
     high: str
     matches: list[Match]
+    redis_us: int = 0
+    # Where the next call resumes inside the entry after the cursor ("" for none): a long payload's find ran out
+    # of budget part-way.
+    resume: str = ""
 
 
 def search_call(queue: str, query: Query, *, cursor: tuple[str, str] = ("", ""), entries: int = STEP_ENTRIES,
                 budget_us: int = STEP_BUDGET_US, matches: int = STEP_MATCHES, high: str | None = None,
-                lean: bool = False) -> Call[Slice]:
+                lean: bool = False, resume: str = "") -> Call[Slice]:
     """One bounded step of a search of ``queue``: resumes after ``cursor`` (as the previous slice returned it).
 
     ``high`` overrides the query's highest score ('now': the millisecond before the server's time now);
-    ``lean`` matches carry id, score, state and attempts only.
+    ``lean`` matches carry id, score, state and attempts only; ``resume`` is the previous slice's.
     """
     keys = QueueKeys(queue)
     low, query_high = query.window()
     args: list[Any] = [query.state, query.direction, cursor[0], cursor[1], low, high or query_high, entries,
-                       budget_us, matches, *query.filter_args(), *(["lean", "1"] if lean else [])]
+                       budget_us, matches, *query.filter_args(), *(["lean", "1"] if lean else []),
+                       *(["resume", resume] if resume else [])]
 
     def parse(reply: list[Any]) -> Slice:
         if _text(reply[0]) == "REFUSED":
             raise EmqError(f"the {query.state} key of {keys.queue} is a {_text(reply[3])}, not a sorted set: "
                            "it cannot be searched (emq check says more)")
-        _, in_window, looked, score, job_id, done, missing, unreadable, used_high, *flat = reply
+        _, in_window, looked, score, job_id, done, missing, unreadable, used_high, used_us, resume_at, *flat = reply
         found = [Match(keys.queue, _text(flat[i]), int(float(_text(flat[i + 1]))), _text(flat[i + 2]),
                        _text(flat[i + 3]), flat[i + 4] if isinstance(flat[i + 4], bytes) else _text(flat[i + 4]).encode(),
                        int(flat[i + 5]), _bytes(flat[i + 6]).decode(errors="replace"),
                        _bytes(flat[i + 7]).decode(errors="replace"), query.state)
                  for i in range(0, len(flat), 8)]
         return Slice(int(in_window), int(looked), (_text(score), _text(job_id)), bool(int(done)), int(missing),
-                     int(unreadable), _text(used_high), found)
+                     int(unreadable), _text(used_high), found, int(used_us), _text(resume_at))
 
     return Call("search", keys.script_keys(None), args, parse)
 
@@ -433,18 +446,70 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+# What a step costs Redis beyond the time its script measures (the call, its reply): charged with every step.
+STEP_OVERHEAD_US: Final = 50
+
+
+class Pacer:
+    """Spaces search steps so that together they keep Redis busy at most ``duty`` of the time, one at a time.
+
+    After a step that ran ``c`` seconds in Redis, the next step of every
+    search sharing this pacer waits until ``c * (1 / duty - 1)`` more has
+    passed: one search gets a pause in proportion to each step's cost, and
+    many searches sharing one pacer (a console process) share one duty cycle
+    and never have two steps in Redis at once (another client then waits for
+    one step at most), however many run. Thread-safe; it never sleeps itself,
+    so a thread sleeps with ``time.sleep`` and a coroutine with ``asyncio.sleep``.
+    """
+
+    # A step's turn is taken back after this long, should its end never be reported.
+    TURN_EXPIRES_S: Final = 30.0
+    # How often to look again while another search's step is in Redis.
+    BUSY_POLL_S: Final = 0.002
+
+    def __init__(self, duty: float) -> None:
+        if not 0 < duty <= 1:
+            raise InvalidInput(f"a search's duty cycle is a fraction in (0, 1], not {duty!r}")
+        self.duty = duty
+        self._lock = threading.Lock()
+        self._ready_at = 0.0
+        self._turn_since: float | None = None
+
+    def begin(self) -> float:
+        """0.0: the caller's step may go now (its turn is taken: report it with :meth:`end`); else how long to
+        wait before asking again."""
+        with self._lock:
+            now = time.monotonic()
+            if self._turn_since is not None and now - self._turn_since < self.TURN_EXPIRES_S:
+                return self.BUSY_POLL_S
+            if now < self._ready_at:
+                return self._ready_at - now
+            self._turn_since = now
+            return 0.0
+
+    def end(self, redis_s: float) -> None:
+        """The step that had the turn ran ``redis_s`` seconds in Redis."""
+        with self._lock:
+            self._turn_since = None
+            self._ready_at = max(self._ready_at, time.monotonic()) + redis_s * (1 / self.duty - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one search may cost in all: queues, matches and wall time (None: no limit).
+    """What one search may cost in all: queues, matches, wall time and Redis time (None: no limit).
 
     The first ``detail`` matches come with their payload head, error and
     worker; the rest carry id, state and attempts only (all a count or a bulk
-    move needs), many more to a step.
+    move needs), many more to a step. ``duty`` is the share of Redis's time a
+    search may keep it busy (a pause after each step in proportion to its
+    cost), when no shared :class:`Pacer` is given.
     """
 
     max_queues: int = 100
     max_matches: int | None = 10_000
     seconds: float | None = 120.0
+    redis_seconds: float | None = 30.0
+    duty: float = 0.5
     detail: int | None = None
     step_budget_us: int = STEP_BUDGET_US
     step_entries: int = STEP_ENTRIES
@@ -493,13 +558,16 @@ class Search:
     query: Query
     queues: list[str]
     limits: Limits = field(default_factory=Limits)
+    pacer: Pacer | None = None
     progress: list[QueueProgress] = field(init=False)
     skipped_queues: int = field(init=False, default=0)
     stopped: str = field(init=False, default="")
     started: float = field(init=False, default_factory=time.monotonic)
+    redis_us: int = field(init=False, default=0)
     _index: int = field(init=False, default=0)
     _cursor: tuple[str, str] = field(init=False, default=("", ""))
     _high: str | None = field(init=False, default=None)
+    _resume: str = field(init=False, default="")
     _seen: set[tuple[str, str]] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
@@ -510,6 +578,8 @@ class Search:
         self.skipped_queues = max(len(names) - self.limits.max_queues, 0)
         self.queues = names[:self.limits.max_queues]
         self.progress = [QueueProgress(q) for q in self.queues]
+        if self.pacer is None:
+            self.pacer = Pacer(self.limits.duty)
 
     @property
     def finished(self) -> bool:
@@ -541,7 +611,8 @@ class Search:
         if high is None and self.query.state in ("done", "failed") and self.query.finished_before_ms is None:
             high = "now"
         return search_call(self.queues[self._index], self.query, cursor=self._cursor, entries=limit.step_entries,
-                           budget_us=limit.step_budget_us, matches=max(room, 1), high=high, lean=lean)
+                           budget_us=limit.step_budget_us, matches=max(room, 1), high=high, lean=lean,
+                           resume=self._resume)
 
     def feed(self, result: Slice | Exception) -> Step:
         """Folds one step's reply (or the error it raised) in; returns what it found."""
@@ -554,6 +625,7 @@ class Search:
             progress.error = str(result)
             progress.done = True
         else:
+            self.redis_us += result.redis_us + STEP_OVERHEAD_US
             progress.scanned += result.looked_at
             progress.in_window = result.in_window
             progress.missing += result.missing
@@ -568,23 +640,38 @@ class Search:
                 new = result.matches
             progress.matched += len(new)
             self._cursor = result.cursor
+            self._resume = result.resume
             self._high = result.high
             progress.done = result.done
         if progress.done:
             self._index += 1
             self._cursor = ("", "")
+            self._resume = ""
             self._high = None
         limit = self.limits
         if limit.max_matches is not None and self.matched >= limit.max_matches and not self.finished:
             self.stopped = f"stopped at {limit.max_matches} matches"
         elif limit.seconds is not None and time.monotonic() - self.started > limit.seconds and not self.finished:
             self.stopped = f"stopped after {limit.seconds:.0f} s"
+        elif limit.redis_seconds is not None and self.redis_us > limit.redis_seconds * 1e6 and not self.finished:
+            self.stopped = f"stopped after {limit.redis_seconds:g} s of Redis time"
         return Step(progress.queue, new, replace(progress), self.scanned, self.total, self.matched,
                     sum(p.done for p in self.progress), len(self.queues))
 
-    def steps(self, mq: Any, *, should_stop: Callable[[], bool] = lambda: False) -> Iterator[Step]:
-        """The steps, run with the sync client (:class:`~queues.EchoMQ`) as they are iterated."""
-        while not self.finished and not should_stop():
+    def pause_s(self) -> float:
+        """0.0 when the next step may run now (its turn is taken: :meth:`run_step` must follow), else how long
+        to wait before asking again (the duty cycle, or another search's step in Redis)."""
+        assert self.pacer is not None
+        return self.pacer.begin()
+
+    def run_step(self, mq: Any) -> Step | None:
+        """One step with the sync client, in the turn :meth:`pause_s` gave; gives the turn back with its cost.
+        None when the search has finished (it was stopped since)."""
+        assert self.pacer is not None
+        cost_us = 0
+        try:
+            if self.finished:
+                return None
             call = self.next_call()
             try:
                 result: Slice | Exception = mq.run(call)
@@ -592,7 +679,26 @@ class Search:
                 raise
             except Exception as error:  # one queue unreadable: feed records it
                 result = error
-            yield self.feed(result)
+            cost_us = (result.redis_us if isinstance(result, Slice) else 0) + STEP_OVERHEAD_US
+            return self.feed(result)
+        finally:
+            self.pacer.end(cost_us / 1e6)
+
+    def steps(self, mq: Any, *, should_stop: Callable[[], bool] = lambda: False,
+              sleep: Callable[[float], None] = time.sleep) -> Iterator[Step]:
+        """The steps, run with the sync client (:class:`~queues.EchoMQ`) as they are iterated, each after its
+        pause."""
+        while not self.finished and not should_stop():
+            while (pause := self.pause_s()) > 0:
+                sleep(pause)
+            if should_stop():
+                assert self.pacer is not None
+                self.pacer.end(0.0)
+                return
+            step = self.run_step(mq)
+            if step is None:
+                return
+            yield step
 
     def stop(self, reason: str) -> None:
         if not self.finished:
@@ -701,4 +807,4 @@ def move_matches(mq: Any, move: str, engine: Search, *, at_most: int | None = No
 
 __all__ = ["FieldFilter", "Query", "Match", "Slice", "Limits", "Step", "Search", "search",
            "search_call", "move_matches", "MoveTally", "MATCH_MOVES", "check_match_move", "parse_path", "format_path",
-           "parse_moment", "DEFAULT_ORDER"]
+           "parse_moment", "DEFAULT_ORDER", "Pacer", "MAX_NEEDLE"]

@@ -19,6 +19,8 @@ from queues.keys import validate_job_id, validate_queue_name
 from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
 from queues.search import Limits, Query, Search, check_match_move, move_matches
 
+from ..search.budget import process_pacer
+
 DEFAULT_LIMIT: Final = 200
 SELECTION_CHUNK: Final = 100
 MAX_SELECTION: Final = 1000
@@ -162,7 +164,8 @@ def search_steps(mq: EchoMQ, move: str, query: Query, queue: str, *, at_most: in
     check_match_move(move, query.state)
     at_most = queue_moves._int(at_most, "at most", 1)
     engine = Search(query, [validate_queue_name(queue)], Limits(max_queues=1, max_matches=None, seconds=None,
-                                                                detail=0))
+                                                                redis_seconds=None, detail=0),
+                    pacer=process_pacer())
     actor = mq.actor if actor is None else actor
     return _search_tallies(mq, move, engine, at_most, actor)
 

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.search.budget import SLOTS, console_limits, process_pacer
 from dashboard.search.requests import (
     SearchRequest,
     count_from_token,
@@ -266,10 +267,12 @@ def _search_count(request: HttpRequest, search: SearchRequest) -> tuple[int, str
         if not read.groups:
             return 0, "in this failure group"
         return read.groups[0].count, f"in the failure group “{read.groups[0].signature}”"
-    engine = Search(search.query, [search.queue], Limits(max_queues=1, max_matches=None, seconds=SEARCH_COUNT_S,
-                                                         detail=0))
-    for _ in engine.steps(emq()):
-        pass
+    engine = Search(search.query, [search.queue], console_limits(Limits(max_queues=1, max_matches=None,
+                                                                        seconds=SEARCH_COUNT_S, detail=0)),
+                    pacer=process_pacer())
+    with SLOTS.held(request.user.pk):
+        for _ in engine.steps(emq()):
+            pass
     if engine.stopped:
         return engine.matched, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
     return engine.matched, "matching now"
@@ -352,10 +355,12 @@ def _search_many_count(request: HttpRequest, search: SearchRequest, queues: list
     signed = counts_from_token(request.POST.get("counted", ""), search, queues=queues, user_id=request.user.pk)
     if signed is not None:
         return signed, "the search found"
-    engine = Search(search.query, queues, Limits(max_queues=len(queues), max_matches=None, seconds=SEARCH_COUNT_S,
-                                                 detail=0))
-    for _ in engine.steps(emq()):
-        pass
+    engine = Search(search.query, queues, console_limits(Limits(max_queues=len(queues), max_matches=None,
+                                                                seconds=SEARCH_COUNT_S, detail=0)),
+                    pacer=process_pacer())
+    with SLOTS.held(request.user.pk):
+        for _ in engine.steps(emq()):
+            pass
     counts = {p.queue: p.matched for p in engine.progress}
     if engine.stopped:
         return counts, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"

@@ -3,7 +3,9 @@
 One socket is one search. Each step is one bounded script call, run on a
 thread with the console's sync client; between two steps the socket checks
 whether the person pressed Stop or left (a closed socket cancels the run), so
-a search costs Redis nothing once nobody is looking. Matches are appended to
+a search costs Redis nothing once nobody is looking. A person's searches and the
+process's are bounded in number, and paced by one duty cycle (``budget``): a
+search beyond the bound waits its turn, saying so. Matches are appended to
 the page's list (new items go below the ones already shown, so nothing moves
 under the pointer); progress is re-rendered at most every PROGRESS_EVERY_S.
 """
@@ -14,7 +16,6 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Final
 
@@ -29,19 +30,22 @@ from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 from ..actions import access
 from ..consumers import BAD_REQUEST, accept_signed_in, watch_user
 from ..services import emq, read
+from .budget import SLOTS, SearchBusy, console_limits, process_pacer
 from .items import match_messages
 from .requests import SearchRequest, count_token, counts_token, queue_counts_text, valid_run_token
 
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S: Final = 0.25
+# How often a search waiting for a free slot looks again.
+WAIT_POLL_S: Final = 0.5
 # Shown on the page in full; the rest are counted (what a bulk action over the search would move).
 SHOWN: Final = 500
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
 
 
 def limits() -> Limits:
-    return replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES)
+    return console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES))
 
 
 class SearchConsumer(AsyncWebsocketConsumer):
@@ -52,6 +56,7 @@ class SearchConsumer(AsyncWebsocketConsumer):
     engine: Search | None = None
     task: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None
+    cancelled: bool = False
 
     async def connect(self) -> None:
         params = await accept_signed_in(self)
@@ -73,6 +78,7 @@ class SearchConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.watcher is not None:
             self.watcher.cancel()
+        self.cancelled = True
         if self.engine is not None:
             self.engine.stop("the page was closed")
         if self.task is not None:
@@ -83,8 +89,10 @@ class SearchConsumer(AsyncWebsocketConsumer):
             message: Any = json.loads(text_data or "")
         except ValueError:
             message = None
-        if isinstance(message, dict) and message.get("action") == "cancel" and self.engine is not None:
-            self.engine.stop("stopped by you")
+        if isinstance(message, dict) and message.get("action") == "cancel":
+            self.cancelled = True
+            if self.engine is not None:
+                self.engine.stop("stopped by you")
 
     def _context(self, **extra: Any) -> dict[str, Any]:
         return {"token": self.token, "engine": self.engine, "search": self.search_request, "shown": SHOWN,
@@ -113,8 +121,36 @@ class SearchConsumer(AsyncWebsocketConsumer):
                                                                            f"{request.queue_filter!r}")))
             await self.close(code=1000)
             return
-        self.engine = engine = Search(request.query, names, limits())
-        steps: Iterator[Step] = engine.steps(emq())
+        if not await self._take_slot():
+            return
+        try:
+            await self._run_search(names)
+        finally:
+            SLOTS.give(self._user_key())
+
+    def _user_key(self) -> object:
+        return self.scope["user"].pk
+
+    async def _take_slot(self) -> bool:
+        """Waits for a free search slot, saying why while it waits; False when the person stopped or left."""
+        told = ""
+        while not self.cancelled:
+            try:
+                SLOTS.take(self._user_key())
+                return True
+            except SearchBusy as busy:
+                if str(busy) != told:
+                    told = str(busy)
+                    waiting = f"{busy}; this one starts when one of them ends or is stopped"
+                    await self.send(text_data=render_to_string("dashboard/search/_progress.html",
+                                                               self._context(waiting=waiting)))
+            await asyncio.sleep(WAIT_POLL_S)
+        return False
+
+    async def _run_search(self, names: list[str]) -> None:
+        request = self.search_request
+        self.engine = engine = Search(request.query, names, limits(), pacer=process_pacer())
+        mq = emq()
         list_id = f"search-matches-{self.token}"
         # The first message empties the list: after a reconnect the search starts again from the top.
         await self.send(text_data=self._progress() + f'<ol id="{list_id}" class="search-matches" '
@@ -123,7 +159,12 @@ class SearchConsumer(AsyncWebsocketConsumer):
         buffered: list[Match] = []
         flushed_at = time.monotonic()
         while True:
-            step = await asyncio.to_thread(next, steps, None)
+            step: Step | None = None
+            # The duty cycle's pause is slept here, not in a thread: a waiting search holds no worker thread.
+            if not engine.finished:
+                while (pause := engine.pause_s()) > 0:
+                    await asyncio.sleep(pause)
+                step = await asyncio.to_thread(engine.run_step, mq)
             if step is not None and shown < SHOWN:
                 room = step.matches[:SHOWN - shown]
                 buffered.extend(room)

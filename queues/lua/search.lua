@@ -16,11 +16,15 @@
 --         millisecond it began),
 --       7 entries to look at in this call at most (1..10000),
 --       8 time budget in microseconds (100..100000), checked every 32
---         entries and after each 256 KiB of payload read,
+--         entries, after every entry that read more than 4 KiB, and after
+--         every 64 KiB of one payload searched for a text (a call that runs
+--         out of budget inside a payload says where to resume in it),
 --       9 matches to return in this call at most (1..1000),
 --       10.. filters as name, value pairs; every one given must hold:
 --         'id_prefix'   the id starts with the value (bytes)
---         'payload'     the payload holds the value (bytes, plain find)
+--         'payload'     the payload holds the value (bytes, plain find;
+--                       the payload, error, worker and json filters'
+--                       texts are at most 256 bytes each)
 --         'error'       last_error or the error of an earlier attempt (in
 --                       the job's history), lowercased, holds the value
 --                       (give it lowercased; plain find)
@@ -37,13 +41,20 @@
 --                       equal to it or a string equal to its text) | 'bool'
 --                       | 'null', each segment 'k' .. key or 'i' .. index
 --                       (0-based)
+--         'resume'      OFFSET .. ':' .. ID, as the previous call returned
+--                       it: the first entry after the cursor, if it is still
+--                       that job, is searched for the payload text from that
+--                       byte of its payload on
 --         'lean'        '1': matches carry id, score, state and attempts
 --                       only ('' for the rest), and no payload is read for
 --                       them (what a bulk move needs)
 -- Reply: {'OK', in_window (entries of the set inside the score window now),
 --         looked_at, next cursor score, next cursor id, done (0 | 1),
 --         missing (ids without a hash), unreadable (payloads too large or not
---         JSON, for a 'json' filter), the highest score used, then per match
+--         JSON, for a 'json' filter), the highest score used, the
+--         microseconds this call ran (what the caller paces itself by), where
+--         to resume inside the next entry ('' or the 'resume' filter's value
+--         to pass next), then per match
 --         8 values (a payload over 256 bytes is headed by its preview field):
 --         id, score, state, attempts, payload head (120 bytes),
 --         payload length, last_error head (300 bytes), worker}
@@ -75,9 +86,15 @@ if budget_us == nil or budget_us < 100 or budget_us > 100000 then return bad_arg
 if max_matches == nil or max_matches < 1 or max_matches > 1000 then return bad_arg('matches must be in 1..1000') end
 
 local JSON_MAX = 65536
+-- A plain find of a needle that almost matches everywhere costs about 8 ms per MiB (more for longer
+-- needles): longer needles than this are refused, and a long payload is searched FIND_SLICE bytes at a
+-- time, the budget checked after each, so that one entry never holds Redis for long.
+local NEEDLE_MAX = 256
+local FIND_SLICE = 65536
 local id_prefix, needle, error_text, worker_text, created_min, created_max, json = nil, nil, nil, nil, nil, nil, nil
 local group
 local lean = false
+local resume_from, resume_id = 1, nil
 if (#ARGV - 9) % 2 ~= 0 then return bad_arg('filters come as name, value pairs') end
 for i = 10, #ARGV, 2 do
   local name, value = ARGV[i], ARGV[i + 1]
@@ -86,6 +103,10 @@ for i = 10, #ARGV, 2 do
   elseif name == 'error' then error_text = value
   elseif name == 'worker' then worker_text = value
   elseif name == 'lean' then lean = value == '1'
+  elseif name == 'resume' then
+    local offset, job = string.match(value, '^(%d+):(.+)$')
+    if offset == nil or tonumber(offset) < 1 then return bad_arg('resume is OFFSET:ID') end
+    resume_from, resume_id = tonumber(offset), job
   elseif name == 'group' then group = value
   elseif name == 'created_min' or name == 'created_max' then
     local n = to_int(value)
@@ -126,6 +147,17 @@ for i = 10, #ARGV, 2 do
     end
   else
     return bad_arg('unknown filter ' .. name)
+  end
+end
+do
+  local texts = {needle or '', error_text or '', worker_text or '', json and json.text or ''}
+  for _, seg in ipairs(json and json.path or {}) do
+    if type(seg) == 'string' then texts[#texts + 1] = seg end
+  end
+  for _, text in ipairs(texts) do
+    if #text > NEEDLE_MAX then
+      return bad_arg('a payload, error, worker or field text is at most ' .. NEEDLE_MAX .. ' bytes')
+    end
   end
 end
 
@@ -266,7 +298,7 @@ local function json_matches(payload)
 end
 
 local started = clock_us()
-local reply = {'OK', in_window, 0, cursor_score, cursor_id, 0, 0, 0, high}
+local reply = {'OK', in_window, 0, cursor_score, cursor_id, 0, 0, 0, high, 0, ''}
 local looked, missing, unreadable, matched = 0, 0, 0, 0
 local bytes_since_check = 0
 local last_score, last_id = cursor_score, cursor_id
@@ -296,6 +328,7 @@ while looked < max_looked and matched < max_matches do
     if (asc and n > high_n) or ((not asc) and n < low_n) then done = true; stop = true; break end
     looked = looked + 1
     position = asc and position + 1 or position - 1
+    local previous_score, previous_id = last_score, last_id
     last_score, last_id = score, id
     local ok = id_prefix == nil or string.sub(id, 1, #id_prefix) == id_prefix
     local f
@@ -319,6 +352,7 @@ while looked < max_looked and matched < max_matches do
       end
     end
     if ok and group ~= nil then ok = f.fsig == group end
+    if f and f.history then bytes_since_check = bytes_since_check + #f.history end
     if ok and error_text ~= nil then
       ok = (f.last_error and string.find(string.lower(f.last_error), error_text, 1, true) ~= nil)
         or history_error_holds(f.history)
@@ -336,7 +370,28 @@ while looked < max_looked and matched < max_matches do
     if ok and needs_payload then
       payload = f.payload or ''
       bytes_since_check = bytes_since_check + #payload
-      if needle ~= nil then ok = string.find(payload, needle, 1, true) ~= nil end
+      if needle ~= nil then
+        local from = (looked == 1 and id == resume_id) and resume_from or 1
+        local suspended
+        ok = false
+        while from <= #payload or from == 1 do
+          local piece = #payload - from < FIND_SLICE + #needle and payload or
+            string.sub(payload, from, from + FIND_SLICE + #needle - 2)
+          if string.find(piece, needle, piece == payload and from or 1, true) then ok = true; break end
+          if piece == payload then break end
+          from = from + FIND_SLICE
+          if from <= #payload and clock_us() - started >= budget_us then suspended = from; break end
+        end
+        if suspended then
+          -- Out of budget inside this payload: the next call begins with this entry, at this byte.
+          looked = looked - 1
+          position = asc and position - 1 or position + 1
+          last_score, last_id = previous_score, previous_id
+          reply[11] = suspended .. ':' .. id
+          stop = true
+          break
+        end
+      end
       if ok and json ~= nil then
         local verdict = json_matches(payload)
         if verdict == nil then unreadable = unreadable + 1 end
@@ -370,7 +425,7 @@ while looked < max_looked and matched < max_matches do
       matched = matched + 1
     end
     if looked >= max_looked or matched >= max_matches then stop = true; break end
-    if looked % 32 == 0 or bytes_since_check >= 262144 then
+    if looked % 32 == 0 or bytes_since_check >= 4096 then
       bytes_since_check = 0
       if clock_us() - started >= budget_us then stop = true; break end
     end
@@ -389,4 +444,5 @@ if not done then
   end
 end
 reply[3], reply[4], reply[5], reply[6], reply[7], reply[8] = looked, last_score, last_id, done and 1 or 0, missing, unreadable
+reply[10] = clock_us() - started
 return reply

@@ -262,7 +262,9 @@ def test_a_search_of_many_queues_reports_each_queue_and_stops_at_the_queue_cap(m
     ({"state": "failed", "field": "user.id"}, "PATH=VALUE"),
     ({"state": "failed", "field": "user[x]=1"}, "cannot read field path"),
     ({"state": "failed", "field": ".".join(["a"] * 33) + "=1"}, "at most 32 parts"),
-    ({"state": "failed", "payload": "x" * 5000}, "at most 4096 bytes"),
+    ({"state": "failed", "payload": "x" * 257}, "at most 256 bytes"),
+        ({"state": "failed", "field": "user.name=" + "x" * 257}, "at most 256 bytes"),
+        ({"state": "failed", "error": "x" * 257}, "at most 256 bytes"),
     ({"state": "failed", "payload": "\ud800"}, "not text"),
 ])
 def test_bad_filters_are_refused_with_a_reason(kwargs: dict[str, str], message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -64,3 +65,13 @@ def manage(env: dict[str, str], *args: str) -> str:
     done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, check=True,
                           timeout=120, capture_output=True, text=True)
     return done.stdout
+
+
+def session_cookies(env: dict[str, str], users: dict[str, str]) -> dict[str, str]:
+    """Creates each user (name: role) in the console's database; returns a signed-in session cookie value for each."""
+    code = ("import json\nfrom django.test import Client\nfrom dashboard.roles import user_create\nout = {}\n"
+            f"for name, role in {users!r}.items():\n"
+            "    user = user_create(username=name, password=name + '-password-0', role=role)\n"
+            "    client = Client()\n    client.force_login(user)\n    out[name] = client.cookies['sessionid'].value\n"
+            "print(json.dumps(out))")
+    return dict(json.loads(manage(env, "shell", "-c", code).strip().splitlines()[-1]))

@@ -400,17 +400,17 @@ async def _answer_to(communicator: WebsocketCommunicator, message: dict[str, Any
 def hold_search(monkeypatch: pytest.MonkeyPatch, settings: Any, mq: EchoMQ) -> None:
     """A search still running when the page presses Stop (or its user loses the role): each step waits until the
     search is stopped, and one entry a step over a few failed jobs leaves it unfinished after its first step."""
-    steps = Search.steps
+    run_step = Search.run_step
 
-    def held(self: Search, mq: Any) -> Iterator[Any]:
-        for step in steps(self, mq):
-            yield step
-            for _ in range(600):
-                if self.stopped:
-                    break
-                time.sleep(0.05)
+    def held(self: Search, mq: Any) -> Any:
+        step = run_step(self, mq)
+        for _ in range(600):
+            if self.stopped:
+                break
+            time.sleep(0.05)
+        return step
 
-    monkeypatch.setattr(Search, "steps", held)
+    monkeypatch.setattr(Search, "run_step", held)
     settings.EMQ_SEARCH_STEP_ENTRIES = 1
     for queue in ("mail", "billing-eu"):
         failed_jobs(mq, queue, 5)

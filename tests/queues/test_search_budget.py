@@ -71,7 +71,7 @@ def test_searches_sharing_a_pacer_wait_for_each_other(mq: EchoMQ) -> None:
                 for _ in range(2))
     started = time.monotonic()
 
-    for a, b in zip(one.steps(mq), two.steps(mq)):
+    for _ in zip(one.steps(mq), two.steps(mq), strict=True):
         pass
 
     # Each step's cost is followed by 19 times it without a step of either search.

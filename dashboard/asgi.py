@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from dashboard.api.errors import ApiJsonAnswers  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOriginValidator  # noqa: E402
 from dashboard.daphne_requests import bound_daphne_requests  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
@@ -21,12 +22,12 @@ from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 # Live pages: the session cookie says who is looking, and the Origin must be
 # one that Django's CSRF check trusts. No channel layer: each process's
 # follower feeds its own pages. Request bodies are bounded before Django reads
-# them (under daphne, before daphne stores them).
+# them (under daphne, before daphne stores them). Under /api/ every refusal is JSON.
 bound_daphne_requests()
-application = LoopbackOnlyWhileDebug(ProtocolTypeRouter({
+application = ApiJsonAnswers(LoopbackOnlyWhileDebug(ProtocolTypeRouter({
     "http": BodyLimit(django_asgi_app),
     "websocket": WebsocketOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-}))
+})))
 
 # Every server process offers to sweep lapsed leases; the sweeper lock lets one
 # at a time. Started in the background, so a Redis that is down cannot stop the

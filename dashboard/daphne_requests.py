@@ -11,6 +11,7 @@ between requests is closed (Twisted's own is 60 s).
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, Final
 
@@ -126,10 +127,17 @@ def _bounded_web_request(base: type) -> type:
             transport = self.channel.transport if self.channel is not None else None
             if transport is None:
                 return
-            body = text.encode()
+            content_type, body = b"text/plain; charset=utf-8", text.encode()
+            if self.target().startswith(b"/api/"):
+                content_type, body = b"application/json", json.dumps({"error": text.strip()}).encode()
             reason = {408: b"Request Timeout", 413: b"Content Too Large"}[status]
-            transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
-                            b"Cache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (status, reason, len(body), body))
+            transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
+                            b"Cache-Control: no-store\r\nConnection: close\r\n\r\n%s"
+                            % (status, reason, content_type, len(body), body))
             reactor.callLater(LINGER_S, transport.loseConnection)  # type: ignore[arg-type]
+
+        def target(self) -> bytes:
+            # The request line's path: Twisted sets self.path only once the body is in, which a refusal precedes.
+            return bytes(getattr(self.channel, "_path", None) or getattr(self, "path", b"") or b"")
 
     return BoundedWebRequest

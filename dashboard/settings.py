@@ -129,6 +129,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "csp",
+    # Its static files: the interactive API docs at /api/docs.
+    "ninja",
     "dashboard",
     "dashboard.orders",
     "dashboard.actions",
@@ -139,6 +141,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside every layer that may answer an error: under /api/ the answer is JSON whoever gave it.
+    "dashboard.api.errors.ApiJsonErrorsMiddleware",
     # Below whitenoise: static files keep their cache headers, every page gets no-store.
     "dashboard.middleware.NoStoreMiddleware",
     "dashboard.middleware.HeadAsGetMiddleware",

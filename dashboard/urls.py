@@ -11,7 +11,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", include("dashboard.orders.urls")),
     # The console. Queue names and job ids travel in the query
     # string: they may hold '/' and other characters a path cannot carry.
     path("", views.overview, name="overview"),
@@ -26,7 +25,7 @@ urlpatterns = [
     path("", include("dashboard.cluster.urls")),
     # Probes and Prometheus metrics (no login: /metrics checks a token or the address itself).
     path("", include("dashboard.monitoring.urls")),
-    # The JSON API and its OpenAPI schema (/api/schema); /api/orders above keeps its own view.
+    # The JSON API, its OpenAPI schema (/api/schema) and interactive docs (/api/docs), POST /api/orders included.
     path("api/", api.urls),
 ]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from queues import EchoMQ
 
-from .gateway import DEFAULT_CONFIG, GatewayConfig, PlaceOrder, parse_place
-from .orders import Admission, admit_order
+from .gateway import DEFAULT_CONFIG, GatewayConfig, InvalidOrder, PlaceOrder, order_from_payload, parse_place
+from .orders import ORDERS_QUEUE, Admission, admit_order
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +18,8 @@ class Placement:
 
     command: PlaceOrder
     admission: Admission
+    # A duplicate's fields whose values differ from the order placed first under its client order id.
+    differs: tuple[str, ...] = ()
 
     @property
     def order_id(self) -> str:
@@ -40,4 +42,21 @@ def place_order(mq: EchoMQ, request: bytes | str | Mapping[str, Any], *,
     the whole order, was written: retry with the same client order id).
     ``actor`` (default: the client's) is who the order's history names as placing it."""
     command = parse_place(request, config=config)
-    return Placement(command, mq.run(admission_call(command, actor=mq.actor if actor is None else actor)))
+    admission = mq.run(admission_call(command, actor=mq.actor if actor is None else actor))
+    if admission.admitted or admission.duplicate_of != "client_order_id":
+        return Placement(command, admission)
+    return Placement(command, admission, _differences(mq, command, admission.order_id, config))
+
+
+def _differences(mq: EchoMQ, command: PlaceOrder, first_id: str, config: GatewayConfig) -> tuple[str, ...]:
+    """The request fields in which ``command`` differs from the order admitted first (none when that order is gone
+    or unreadable: then only its id is known, and the answer stays "duplicate")."""
+    first = mq.job(ORDERS_QUEUE, first_id)
+    if not first.exists:
+        return ()
+    try:
+        placed = order_from_payload(first.payload, config=config).as_request()
+    except InvalidOrder:
+        return ()
+    asked = command.as_request()
+    return tuple(name for name in sorted(placed.keys() | asked.keys()) if placed.get(name) != asked.get(name))

@@ -5,19 +5,21 @@ CSRF) or a signed-in session (writes need the CSRF token, as the pages' forms
 do). Viewers read; operators act, on the queues their grants name. Every move
 is the same compare-and-move the buttons make, written to the audit log the
 same way, refusals by role included. Every error is ``{"error": "..."}`` with
-a status that says which kind: 400 bad input, 401 no caller, 403 not allowed,
-404 no such thing, 409 the job moved on, 503 Redis unreachable.
+a status that says which kind: 400 bad input, 401 no caller (or a token that
+is not valid), 403 not allowed, 404 no such thing, 409 the job moved on,
+413 a body over the limit, 503 Redis unreachable. Interactive docs: /api/docs.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
-from ninja import NinjaAPI, Path, Query, Status
+from ninja import NinjaAPI, Path, Query, Status, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
@@ -27,6 +29,7 @@ from dashboard.actions.confirmations import MAX_AGE_S, ConfirmationRefused, Prop
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
+from dashboard.orders.views import place_order_api
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
@@ -35,7 +38,10 @@ from queues.keys import validate_state
 from queues.reads import QueueStats
 
 from . import schemas as s
+from .errors import api_error_text, api_server_error
 from .present import audit_entry, job_out, page_out, queue_out
+
+log = logging.getLogger(__name__)
 
 LIST_LIMIT_MAX: Final = 500
 QUEUE: Final = Query(..., pattern=s.QUEUE_PATTERN, max_length=128, description="The queue's name")
@@ -46,10 +52,17 @@ MAX_ID: Final = 2**63 - 1
 
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        return api_token_user(token)
+        user = api_token_user(token)
+        if user is None:
+            # Told apart from a missing token in the 401 (the session may still let the caller in).
+            request.emq_token_refused = True  # type: ignore[attr-defined]
+        return user
 
 
-api = NinjaAPI(title="EchoMQ console API", version="1", openapi_url="/schema", docs_url=None,
+# Swagger UI from ninja's own static files (ninja is an installed app), so the page needs nothing the
+# console's CSP does not allow; no validator badge (it would load an image from swagger.io).
+api = NinjaAPI(title="EchoMQ console API", version="1", openapi_url="/schema", docs_url="/docs",
+               docs=Swagger(settings={"validatorUrl": None, "persistAuthorization": False}),
                auth=[TokenAuth(), SessionAuth()],
                description=__doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else "")
 
@@ -84,9 +97,21 @@ def _unparsable(request: HttpRequest, error: ValidationError) -> HttpResponse:
     return _error(request, 400, "bad request: " + "; ".join(_problem(e) for e in error.errors))
 
 
+NO_CALLER: Final = "send Authorization: Bearer <token>, or sign in"
+TOKEN_NOT_VALID: Final = ("the API token is not valid (unknown, revoked, or its user is deactivated): "
+                          "ask an administrator for a new one")
+NOT_BEARER: Final = "the Authorization header must be: Bearer <token>"
+
+
 @api.exception_handler(AuthenticationError)
 def _anonymous(request: HttpRequest, error: AuthenticationError) -> HttpResponse:
-    response = _error(request, 401, "send Authorization: Bearer <token>, or sign in")
+    if getattr(request, "emq_token_refused", False):
+        message = TOKEN_NOT_VALID
+    elif "Authorization" in request.headers:
+        message = NOT_BEARER
+    else:
+        message = NO_CALLER
+    response = _error(request, 401, message)
     response["WWW-Authenticate"] = 'Bearer realm="emq api"'
     return response
 
@@ -111,10 +136,17 @@ def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
     return _error(request, error.status_code, str(error))
 
 
+@api.exception_handler(Exception)
+def _failed(request: HttpRequest, error: Exception) -> HttpResponse:
+    """A fault of the console: logged with its traceback, answered in JSON (ninja's own shows the traceback with DEBUG)."""
+    log.error("the API failed on %s %s", request.method, request.path[:200], exc_info=error)
+    return api_server_error()
+
+
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """Django's 404 for paths no route matches (``/api/runs/x``): JSON under ``/api/``, the usual page elsewhere."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": f"no such path: {request.path[:200]}"}, status=404)
+        return JsonResponse({"error": api_error_text(404, b"", "", path=request.path)}, status=404)
     return page_not_found(request, exception)
 
 
@@ -289,11 +321,12 @@ def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
     """The move runs only if the job is still in ``expect_state`` (and ``expect_attempts``, when given):
     200 moved, 409 refused because it moved on (nothing changed), 503 when whether it ran is unknown.
     Delete, and cancel of a running job, first answer 428 with a confirmation to send back."""
+    expect_attempts = "" if body.expect_attempts is None else str(body.expect_attempts)
     data = {"q": body.queue, "id": body.id, "move": body.move, "state": body.expect_state,
-            "attempts": body.expect_attempts}
+            "attempts": expect_attempts}
     user = _operator(request, data)
     fields = {"queue": body.queue, "job_id": body.id, "move": body.move, "expect_state": body.expect_state,
-              "expect_attempts": body.expect_attempts}
+              "expect_attempts": expect_attempts}
     if previews.job_needs_confirmation(body.move, body.expect_state):
         _confirmed(request, user, body.confirmation, lambda: previews.job_preview(**fields),
                    previews.job_proposal(**fields), data)
@@ -311,16 +344,12 @@ def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
 def selection_action(request: HttpRequest, body: s.SelectionActionIn) -> Any:
     """Each job moves only if it is still as given; follow the run at ``/api/runs/{id}``.
     Delete, cancel and more than 20 jobs first answer 428 with a confirmation to send back."""
-    data = {"q": body.queue, "move": body.move, "job": [f"{j.state}:{j.attempts}:{j.id}" for j in body.jobs]}
+    jobs = [(j.id, j.state, "" if j.attempts is None else str(j.attempts)) for j in body.jobs]
+    data = {"q": body.queue, "move": body.move, "job": [f"{state}:{attempts}:{job_id}" for job_id, state, attempts in jobs]}
     user = _operator(request, _Form(data))
     if len(body.jobs) > MAX_SELECTION:
         raise InvalidInput(f"at most {MAX_SELECTION} jobs at once, not {len(body.jobs)}")
-    seen = list({(j.id, j.state, j.attempts): None for j in body.jobs})
-    selected = []
-    for job_id, state, attempts in seen:
-        if attempts and not attempts.isdigit():
-            raise InvalidInput(f"attempts must be digits, not {attempts!r}")
-        selected.append(Selected(validate_job_id(job_id), state, attempts))
+    selected = [Selected(validate_job_id(job_id), state, attempts) for job_id, state, attempts in dict.fromkeys(jobs)]
     if previews.selection_needs_confirmation(body.move, len(selected)):
         _confirmed(request, user, body.confirmation,
                    lambda: previews.selection_preview(move=body.move, queue=body.queue, selected=selected),
@@ -371,11 +400,15 @@ def queue_resume(request: HttpRequest, body: s.PauseIn) -> Any:
     return _pause_or_resume(request, "resume", body)
 
 
-@api.post("/runs/{run_id}/cancel", response={200: s.AuditEntryOut, 404: s.ErrorOut, **ERRORS},
+@api.post("/runs/{run_id}/cancel", response={200: s.AuditEntryOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
           summary="Ask a running bulk action to stop after its current step")
 def run_cancel(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
+    """409 when the run had finished already: nothing was cancelled."""
     entry = _entry(run_id)
     user = _operator(request, {"q": entry.queue})
+    if not entry.is_running:
+        raise _Answer(409, {"error": f"nothing was cancelled: run {run_id} ({entry.action} of {entry.queue}) "
+                                     f"had finished already ({entry.outcome}: {entry.result})"})
     return audit_entry(actions.run_cancel(user=user, entry_id=run_id))
 
 
@@ -385,3 +418,17 @@ class _Form(dict[str, Any]):
     def getlist(self, key: str) -> list[str]:
         value = self.get(key, [])
         return list(value) if isinstance(value, list) else [value]
+
+
+# Orders ------------------------------------------------------------------------------------------
+
+@api.post("/orders", auth=None, summary="Place an exchange order (at most once per client_order_id)",
+          response={200: s.OrderOut, 201: s.OrderOut, 400: s.OrderRefusedOut, 401: s.ErrorOut, 403: s.ErrorOut,
+                    409: s.OrderConflictOut, 413: s.ErrorOut, 415: s.ErrorOut, 503: s.ErrorOut},
+          openapi_extra={"requestBody": {"required": True, "description": s.ORDER_BODY_HELP, "content": {
+              "application/json": {"schema": s.OrderIn.model_json_schema(ref_template="#/components/schemas/{model}")}}}})
+def orders_place(request: HttpRequest) -> HttpResponse:
+    """Its own view (see dashboard/orders): it reads the raw body, checks the caller and CSRF itself, and audits
+    every order. 201 admitted, 200 the same order again ("duplicate"), 409 the same client_order_id with other
+    values (``differs`` names them), 400 every bad field named, 503 not known whether it was placed (retry)."""
+    return place_order_api(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from dashboard.actions.models import AuditEntry
@@ -13,6 +14,14 @@ FIELD_LIMIT: Final = 4 * 1024
 
 def _text(value: bytes, limit: int) -> str:
     return value[:limit].decode(errors="replace")
+
+
+_INTEGER: Final = re.compile(r"-?[0-9]{1,14}")
+
+
+def number(text: str) -> int | None:
+    """A count the hash or history holds as text, as a number; None when it holds something else (odd data)."""
+    return int(text) if _INTEGER.fullmatch(text) else None
 
 
 def stats_out(stats: QueueStats) -> dict[str, Any]:
@@ -29,7 +38,7 @@ def queue_out(name: str, result: QueueStats | Exception) -> dict[str, Any]:
 
 
 def page_out(page: Page) -> dict[str, Any]:
-    rows = [{"id": r.id, "score": r.score, "state": r.state, "attempts": r.attempts,
+    rows = [{"id": r.id, "score": r.score, "state": r.state, "attempts": number(r.attempts),
              "payload_head": r.payload_head.decode(errors="replace"), "payload_length": r.payload_length,
              "last_error": r.last_error, "exists": r.exists, "cursor": r.cursor} for r in page.rows]
     return {"queue": page.queue, "state": page.state, "order": page.order, "now_ms": page.now_ms,
@@ -39,14 +48,14 @@ def page_out(page: Page) -> dict[str, Any]:
 
 def event_out(event: Event) -> dict[str, Any]:
     return {"event": event.id, "move": event.move, "from_state": event.source, "to_state": event.target,
-            "attempts": event.attempts, "actor": event.actor, "ts_ms": event.ts_ms}
+            "attempts": number(event.attempts), "actor": event.actor, "ts_ms": event.ts_ms}
 
 
 def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str, Any]:
     encoding, payload, cut = payload_preview(view.payload, PAYLOAD_LIMIT)
     fields = {name: _text(value, FIELD_LIMIT) for name, value in view.fields.items() if name != "payload"}
     return {"queue": view.queue, "id": view.id, "now_ms": view.now_ms, "exists": view.exists, "state": view.state,
-            "attempts": view.attempts, "payload": payload, "payload_encoding": encoding,
+            "attempts": number(view.attempts), "payload": payload, "payload_encoding": encoding,
             "payload_length": len(view.payload), "payload_cut": cut, "fields": fields, "scores": view.scores,
             "lease_left_ms": view.lease_left_ms, "warnings": view.warnings,
             "history": [event_out(e) for e in history], "history_error": history_error}
@@ -55,6 +64,14 @@ def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str
 def audit_entry(entry: AuditEntry) -> dict[str, Any]:
     return {"id": entry.pk, "created_at": entry.created_at, "finished_at": entry.finished_at,
             "username": entry.username, "queue": entry.queue, "action": entry.action, "scope": entry.scope,
-            "jobs": entry.jobs, "parameters": entry.parameters, "outcome": entry.outcome, "result": entry.result,
+            "jobs": [_seen_job(job) for job in entry.jobs], "parameters": entry.parameters, "outcome": entry.outcome,
+            "result": entry.result,
             "moved": entry.moved, "skipped": entry.skipped, "missing": entry.missing, "errors": entry.errors,
             "cancel_requested_by": entry.cancel_requested_by}
+
+
+def _seen_job(job: Any) -> Any:
+    """A job as the audit row keeps it, with its attempts as a number (None: any)."""
+    if isinstance(job, dict) and isinstance(job.get("attempts"), str):
+        return {**job, "attempts": number(job["attempts"])}
+    return job

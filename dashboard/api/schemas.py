@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from decimal import Decimal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
+from exchange.gateway import MARKET_TIMES_IN_FORCE, MAX_BODY_BYTES
 from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
 
 # What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
@@ -17,6 +19,22 @@ JOB_ID_PATTERN = r"^[^{}\x00-\x20\x7f]+$"
 
 class ErrorOut(Schema):
     error: str = Field(description="What was wrong or refused, in words")
+
+
+ATTEMPTS_OUT = "How many times the job was claimed; None when the hash holds no number there (odd data)"
+
+
+def _attempts_in(value: Any) -> Any:
+    """'' (or nothing) means any attempts; digits in a string are read as the number, as older callers send them."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return value
+
+
+# The attempts a caller saw: a number, or none for "any".
+AttemptsIn = Annotated[Annotated[int, Field(ge=0, le=10 ** 14)] | None, BeforeValidator(_attempts_in)]
 
 
 class StatsOut(Schema):
@@ -53,7 +71,7 @@ class JobRowOut(Schema):
     id: str
     score: int = Field(description="The job's score in its state's set (due time, lease deadline or finish time)")
     state: str = Field(description="The state the job's hash says")
-    attempts: str
+    attempts: int | None = Field(description=ATTEMPTS_OUT)
     payload_head: str
     payload_length: int
     last_error: str
@@ -78,7 +96,7 @@ class EventOut(Schema):
     move: str
     from_state: str
     to_state: str
-    attempts: str
+    attempts: int | None = Field(description="The attempts after the move; None when the entry holds no number")
     actor: str
     ts_ms: int
 
@@ -89,7 +107,7 @@ class JobOut(Schema):
     now_ms: int
     exists: bool
     state: str
-    attempts: str
+    attempts: int | None = Field(description=ATTEMPTS_OUT)
     payload: str = Field(description="The payload as text (hexadecimal when it is not UTF-8), cut at 64 KiB")
     payload_encoding: Literal["json", "text", "bytes"]
     payload_length: int
@@ -144,7 +162,7 @@ class JobActionIn(Schema):
     id: str = Field(pattern=JOB_ID_PATTERN, max_length=256)
     move: JobMoveName
     expect_state: str = Field(description="The state you saw: the move is refused if the job moved on")
-    expect_attempts: str = Field("", description="The attempts you saw ('' for any)")
+    expect_attempts: AttemptsIn = Field(None, description="The attempts you saw (none, or '', for any)")
     confirmation: str = Field("", description=CONFIRMATION_HELP)
 
 
@@ -174,7 +192,7 @@ class JobActionOut(Schema):
 class SeenJobIn(Schema):
     id: str = Field(pattern=JOB_ID_PATTERN, max_length=256)
     state: str
-    attempts: str = ""
+    attempts: AttemptsIn = Field(None, description="The attempts you saw (none, or '', for any)")
 
 
 class SelectionActionIn(Schema):
@@ -201,3 +219,40 @@ class ReasonOut(Schema):
 class WhyOut(Schema):
     reasons: list[ReasonOut] = Field(description="Most decisive first")
     as_of_ms: int | None = Field(description="The Redis server's clock at the read; None when it did not answer")
+
+
+class OrderIn(Schema):
+    """An order as POST /api/orders takes it (checked field by field; every bad field is named in one 400)."""
+
+    client_order_id: str = Field(pattern=r"^[A-Za-z0-9._:-]{1,64}$",
+                                 description="Your id for the order: sending it again never places a second order")
+    side: Literal["buy", "sell"]
+    symbol: str = Field(description="The instrument, e.g. ACME or BTC-USD")
+    type: Literal["limit", "market"]
+    quantity: int = Field(ge=1, description="Lots")
+    price: Decimal | None = Field(None, description="Limit orders only: a multiple of the tick, as a string or number")
+    time_in_force: Literal["GTC", "IOC", "FOK", "DAY"] = Field(
+        description=f"A market order takes {' or '.join(MARKET_TIMES_IN_FORCE)}")
+
+
+ORDER_BODY_HELP = f"A JSON object of at most {MAX_BODY_BYTES} bytes"
+
+
+class OrderOut(Schema):
+    order_id: str = Field(description="The order's id: the first one placed under this client order id")
+    client_order_id: str
+    status: Literal["admitted", "duplicate"] = Field(
+        description="admitted (201): placed now; duplicate (200): the same order was placed before, nothing new was")
+
+
+class OrderRefusedOut(Schema):
+    error: str
+    errors: dict[str, str] = Field({}, description="Each bad field (or 'body') with why")
+
+
+class OrderConflictOut(Schema):
+    error: str = Field(description="Which fields differ from the order placed first under this client order id")
+    order_id: str
+    client_order_id: str
+    status: Literal["conflict"]
+    differs: list[str] = Field(description="The fields whose values differ")

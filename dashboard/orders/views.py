@@ -135,6 +135,15 @@ def _placed(caller: Caller, placement: Placement) -> JsonResponse:
         _audit(caller, AuditEntry.Outcome.MOVED, f"placed {placement.order_id} "
                f"(client order id {placement.command.client_order_id})", seen)
         return JsonResponse({**outcome, "status": "admitted"}, status=201)
-    _audit(caller, AuditEntry.Outcome.FINISHED, f"duplicate: client order id {placement.command.client_order_id} "
+    client_order_id = placement.command.client_order_id
+    if placement.differs:
+        # A retry sends the same order again; the same id with other values is another order, which would be lost.
+        named = ", ".join(placement.differs)
+        message = (f"client order id {client_order_id} was placed before as {placement.order_id} with other values "
+                   f"({named}); nothing was placed: send a new client_order_id for a new order")
+        _audit(caller, AuditEntry.Outcome.REFUSED, f"refused: {message}", seen)
+        return JsonResponse({"error": message, **outcome, "status": "conflict", "differs": list(placement.differs)},
+                            status=409)
+    _audit(caller, AuditEntry.Outcome.FINISHED, f"duplicate: client order id {client_order_id} "
            f"was placed before as {placement.order_id}; nothing new was placed", seen)
     return JsonResponse({**outcome, "status": "duplicate"}, status=200)

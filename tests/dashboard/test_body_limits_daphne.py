@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -229,3 +230,13 @@ def test_an_idle_connection_is_closed_after_the_idle_timeout(daphne: Daphne, aft
         conn.settimeout(30)  # under Twisted's own timeout, 60 s: the console's setting closed it
         while conn.recv(65536):  # the rest of the answer, if any, then the close
             pass
+
+
+def test_under_api_the_refusals_daphne_writes_itself_are_json(daphne: Daphne) -> None:
+    with daphne.connect() as conn:
+        conn.sendall(_post_head("/api/queue/actions", 2 * MB, "application/json"))
+        answer = _read_all(conn)
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert _status(answer) == 413 and b"Content-Type: application/json" in head
+    assert "larger than" in json.loads(body)["error"]

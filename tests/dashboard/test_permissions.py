@@ -129,6 +129,8 @@ VIEWS: dict[str, Entry] = {
     "api/": Entry("/api/", {}, other=every(404)),
     # The OpenAPI schema is public and the same whatever the method (django-ninja does not restrict it).
     "api/schema": Entry("/api/schema", {}, other=every(200)),
+    # Its interactive docs: a static page (the schema it loads decides what a caller sees), every method alike.
+    "api/docs": Entry("/api/docs", {}, other=every(200)),
     "api/queues": page("/api/queues", get=API_READ),
     "api/queue": page("/api/queue", "q={q}", get=API_READ),
     "api/queue/jobs": page("/api/queue/jobs", "q={q}&state=failed", get=API_READ),

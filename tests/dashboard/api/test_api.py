@@ -138,7 +138,7 @@ def test_a_job_comes_with_its_history(client: Client, viewer: User, console_mq: 
 
     job = get(client, f"/api/job?q=mail&id={job_id}", bearer(viewer)).json()
 
-    assert (job["state"], job["attempts"], job["payload_encoding"]) == ("failed", "1", "json")
+    assert (job["state"], job["attempts"], job["payload_encoding"]) == ("failed", 1, "json")
     assert json.loads(job["payload"]) == {"to": "a@example.com"}
     assert [e["move"] for e in job["history"]][-3:] in (["enqueue", "claim", "fail"], ["fail", "claim", "enqueue"])
     assert job["fields"]["last_error"] == "boom"

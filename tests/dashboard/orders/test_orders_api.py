@@ -65,11 +65,31 @@ def test_it_returns_201_and_the_order_id_when_admitted(api: Client, token: str, 
 def test_it_returns_200_and_the_first_order_id_on_a_duplicate(api: Client, token: str, mq: EchoMQ) -> None:
     first = post(api, order(), token).json()["order_id"]
 
-    again = post(api, order(quantity=9), token)
+    again = post(api, order(), token)
 
     assert again.status_code == 200
     assert again.json() == {"order_id": first, "client_order_id": "c-1", "status": "duplicate"}
     assert mq.stats("orders").counts["pending"] == 1
+
+
+def test_a_reused_client_order_id_with_other_values_is_a_409_naming_them(api: Client, token: str, mq: EchoMQ) -> None:
+    first = post(api, order(), token).json()["order_id"]
+
+    other = post(api, order(quantity=9, price="11.00"), token)
+
+    assert other.status_code == 409
+    assert other.json()["differs"] == ["price", "quantity"] and other.json()["order_id"] == first
+    assert "other values (price, quantity)" in other.json()["error"]
+    assert mq.stats("orders").counts["pending"] == 1
+    assert b'"quantity":5' in mq.job("orders", first).payload
+
+
+def test_the_same_order_written_differently_is_still_a_duplicate(api: Client, token: str, mq: EchoMQ) -> None:
+    post(api, order(price="10.25"), token)
+
+    again = post(api, json.dumps(order(price="10.250"), indent=2), token)
+
+    assert again.status_code == 200 and again.json()["status"] == "duplicate"
 
 
 def test_it_returns_400_naming_every_bad_field(api: Client, token: str, mq: EchoMQ) -> None:

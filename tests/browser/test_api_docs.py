@@ -22,7 +22,8 @@ def test_the_interactive_docs_render_every_operation_without_a_csp_violation(pag
 
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert {"/api/queues", "/api/job", "/api/orders", "/api/runs/{run_id}/cancel"} <= {p.strip() for p in paths}
-    assert page.locator(".opblock-summary-path").count() == 13
+    schema = page.request.get(console.url + "api/schema").json()
+    assert page.locator(".opblock-summary-path").count() == sum(len(methods) for methods in schema["paths"].values())
     page.locator(".opblock-summary-path", has_text="/api/queues").first.click()
     page.get_by_role("button", name="Try it out").click()
     page.get_by_role("button", name="Execute").click()

@@ -195,37 +195,55 @@ def _kind(point: LatencyPoint, slo: Slo) -> Histogram:
     return point.wait if slo.metric == "wait" else point.run
 
 
-def status_calls(queue: str, slo: Slo) -> list[Call[Any]]:
-    """The reads :func:`status_of` needs, each merged server-side: the last hour by minute (the 5 min,
-    30 min and 1 h windows), the last 6 hours as 6 points of 60 minutes, and the objective's window as
-    days of 24 hours (at most 60 days a read), ending with the current hour."""
-    calls: list[Call[Any]] = [histogram(queue, resolution="m", points=60),
-                              histogram(queue, resolution="m", per=60, points=6)]
+def burn_calls(queue: str) -> list[Call[Any]]:
+    """The reads the burn rates need, merged server-side: the last hour by minute (the 5 min, 30 min and
+    1 h windows) and the last 6 hours as 6 points of 60 minutes."""
+    return [histogram(queue, resolution="m", points=60), histogram(queue, resolution="m", per=60, points=6)]
+
+
+def window_calls(queue: str, slo: Slo) -> list[Call[Any]]:
+    """The reads the attainment needs: the objective's window as days of 24 hours (at most 60 days a
+    read), ending with the current hour."""
+    calls: list[Call[Any]] = []
     for start in range(0, slo.window_days, 60):
         span = min(60, slo.window_days - start)
         calls.append(histogram(queue, resolution="h", per=24, points=span, back=24 * start))
     return calls
 
 
-def status_of(queue: str, slo: Slo, results: list[Any]) -> SloStatus:
-    """The status from the results of :func:`status_calls`, in order (an exception among them is raised)."""
+def status_calls(queue: str, slo: Slo) -> list[Call[Any]]:
+    return burn_calls(queue) + window_calls(queue, slo)
+
+
+def _raised(results: list[Any]) -> list[Any]:
     for result in results:
         if isinstance(result, Exception):
             raise result
-    minutes, hours6, *window = results
+    return results
+
+
+def window_attainment(slo: Slo, results: list[Any]) -> tuple[float | None, int]:
+    """(attainment, jobs measured) from the results of :func:`window_calls`."""
+    points = [p for found in _raised(results) for p in found.points]
+    whole = _kind(points[0], slo).merge(*(_kind(p, slo) for p in points[1:]))
+    return _burn(whole, slo)[0], whole.total
+
+
+def burn_rates(slo: Slo, results: list[Any]) -> dict[str, float | None]:
+    """Window name -> burn rate, from the results of :func:`burn_calls`."""
+    minutes, hours6 = _raised(results)
     by_minute = minutes.points
     burn: dict[str, float | None] = {}
     for name, span in BURN_WINDOWS:
-        if span <= 60:
-            part = by_minute[-span:]
-            merged = _kind(part[0], slo).merge(*(_kind(p, slo) for p in part[1:]))
-        else:
-            merged = _kind(hours6.points[0], slo).merge(*(_kind(p, slo) for p in hours6.points[1:]))
-        burn[name] = _burn(merged, slo)[1]
-    points = [p for found in window for p in found.points]
-    whole = _kind(points[0], slo).merge(*(_kind(p, slo) for p in points[1:]))
-    attainment, _ = _burn(whole, slo)
-    return SloStatus(queue, slo, attainment, whole.total, burn)
+        part = by_minute[-span:] if span <= 60 else hours6.points
+        burn[name] = _burn(_kind(part[0], slo).merge(*(_kind(p, slo) for p in part[1:])), slo)[1]
+    return burn
+
+
+def status_of(queue: str, slo: Slo, results: list[Any]) -> SloStatus:
+    """The status from the results of :func:`status_calls`, in order (an exception among them is raised)."""
+    attainment, measured = window_attainment(slo, results[2:])
+    return SloStatus(queue, slo, attainment, measured, burn_rates(slo, results[:2]))
 
 
 def slo_status(mq: EchoMQ, queue: str, slo: Slo) -> SloStatus:

@@ -18,6 +18,10 @@ Series (one per queue where labelled ``queue``):
 - ``emq_job_wait_seconds{queue}`` and ``emq_job_run_seconds{queue}``: histograms (due -> claimed, claimed ->
   complete or fail) with buckets 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600 s, from the same counters.
 - ``emq_workers{queue}``: workers alive in the queue's registry (``emq:{Q}:workers``).
+- For each queue with a latency objective (``queues.slo``): ``emq_slo_objective_ratio``,
+  ``emq_slo_threshold_seconds``, ``emq_slo_window_seconds``, ``emq_slo_attainment_ratio``,
+  ``emq_slo_error_budget_remaining_ratio`` ``{queue,metric}`` and ``emq_slo_burn_rate{queue,metric,window}``
+  (window 5m, 30m, 1h, 6h), from the histograms the moves keep; absent where nothing was measured.
 - ``emq_queues_by_reason{reason}``: how many queues have each why code as their first reason
   (``queues.why.QUEUE_CODES``, every code present, 0 included; ``unknown``: the why read failed).
 - ``emq_redis_up``, ``emq_redis_used_memory_bytes`` (summed over primaries),
@@ -51,6 +55,34 @@ OUTCOMES: Final = {
     "recovered": ("recover:pending", "recover:failed"),
     "cancelled": ("cancel",),
 }
+
+
+def _objectives(s: Snapshot) -> Iterator[Metric]:
+    labels = ["queue", "metric"]
+    objective = GaugeMetricFamily("emq_slo_objective_ratio", "The share of jobs an objective wants under its "
+                                  "threshold (0.95: 95 %)", labels=labels)
+    threshold = GaugeMetricFamily("emq_slo_threshold_seconds", "The wait or run an objective's jobs should stay "
+                                  "under", labels=labels)
+    window = GaugeMetricFamily("emq_slo_window_seconds", "The window an objective is judged over", labels=labels)
+    attained = GaugeMetricFamily("emq_slo_attainment_ratio", "The share of jobs measured over the window that "
+                                 "were under the threshold (absent: nothing measured)", labels=labels)
+    budget = GaugeMetricFamily("emq_slo_error_budget_remaining_ratio", "The share of the window's error budget "
+                               "not spent yet (negative: overspent)", labels=labels)
+    burn = GaugeMetricFamily("emq_slo_burn_rate", "How fast the error budget is spent over a recent window "
+                             "(1: exactly over the objective's window; absent: nothing measured)",
+                             labels=[*labels, "window"])
+    for queue, status in sorted(s.slos.items()):
+        key = [queue, status.slo.metric]
+        objective.add_metric(key, status.slo.target_ratio)
+        threshold.add_metric(key, status.slo.under_ms / 1000)
+        window.add_metric(key, status.slo.window_days * 86400)
+        if status.attainment is not None and status.budget_left is not None:
+            attained.add_metric(key, status.attainment)
+            budget.add_metric(key, status.budget_left)
+        for name, rate in status.burn.items():
+            if rate is not None:
+                burn.add_metric([*key, name], rate)
+    yield from (objective, threshold, window, attained, budget, burn)
 
 
 class _SnapshotCollector(Collector):
@@ -110,6 +142,7 @@ class _SnapshotCollector(Collector):
         for queue, live in s.workers.items():
             alive.add_metric([queue], live)
         yield alive
+        yield from _objectives(s)
         by_reason = GaugeMetricFamily("emq_queues_by_reason", "Queues whose first why reason is this code "
                                       "(queues not draining: paused, claims_refused, no_live_worker, ...)",
                                       labels=["reason"])

@@ -2,7 +2,8 @@
 
 A scrape never reads a queue. One thread per console process walks the queue
 registry with pipelined ``stats``, ``counts``, ``workers`` and ``why_queue`` reads (four read-only scripts per queue, in
-chunks of ``CHUNK``), at most ``EMQ_METRICS_QUEUES_PER_S`` queues a second, and
+chunks of ``CHUNK``; then the latency histograms of at most ``MAX_SLO_QUEUES`` queues with an
+objective), at most ``EMQ_METRICS_QUEUES_PER_S`` queues a second, and
 starts the next walk ``EMQ_METRICS_INTERVAL_S`` after the last one began. So
 the Redis work per second is bounded whatever the scrape rate, and at 10,000
 queues a walk takes about 10,000 / rate seconds. The exposition text is
@@ -18,13 +19,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from django.conf import settings
 
 from dashboard.services import read
-from queues import Unavailable, reads, why
+from queues import Unavailable, reads, slo, why
 from queues.health import ServerHealth, server_health
 from queues.reads import QueueStats
 
@@ -34,6 +35,11 @@ CHUNK: Final = 500
 IDLE_AFTER_S: Final = 600.0
 # How long the first scrape of a process waits for the first walk before answering with what there is.
 FIRST_WALK_WAIT_S: Final = 5.0
+# Latency objectives: at most this many queues' status a walk, the burn rates read every walk (an hour
+# and 6 hours of minutes, merged by the server), the window's attainment (days of hours) at most once
+# per WINDOW_EVERY_S per queue, since a month moves little in a minute.
+MAX_SLO_QUEUES: Final = 200
+WINDOW_EVERY_S: Final = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,7 @@ class Snapshot:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     workers: dict[str, int] = field(default_factory=dict)  # per queue, its live workers
     reasons: dict[str, str] = field(default_factory=dict)  # per queue, the code of its first why reason
+    slos: dict[str, slo.SloStatus] = field(default_factory=dict)  # per queue with an objective, how it stands
 
 
 @dataclass
@@ -68,6 +75,8 @@ class Walker:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # (queue, objective) -> (monotonic time read, attainment, measured)
+    _windows: dict[tuple[str, slo.Slo], tuple[float, float | None, int]] = field(default_factory=dict)
 
     def scraped(self) -> Snapshot | None:
         """Notes a scrape (waking the walk if it slept) and returns the latest snapshot."""
@@ -149,13 +158,53 @@ class Walker:
             if rest > 0 and start + CHUNK < len(names) and self._stop.wait(rest):
                 break
         snapshot = Snapshot(time.time(), time.monotonic() - started, True, health, stats, unreadable, counts=counts,
-                            workers=workers, reasons=reasons)
+                            workers=workers, reasons=reasons, slos=self._slo_statuses([s.queue for s in stats]))
         return _rendered(snapshot, self.render)
+
+    def _slo_statuses(self, queues: list[str]) -> dict[str, slo.SloStatus]:
+        try:
+            found = read(lambda mq: mq.run(slo.slos()))
+        except Unavailable as error:
+            log.warning("metrics: objectives: %s", error)
+            return {}
+        if not found.slos:
+            return {}
+        chosen = [(q, o) for q in queues if (o := found.for_queue(q)) is not None][:MAX_SLO_QUEUES]
+        now = time.monotonic()
+        stale = [(q, o) for q, o in chosen if now - self._windows.get((q, o), (-WINDOW_EVERY_S, None, 0))[0]
+                 >= WINDOW_EVERY_S]
+        calls: list[Any] = [c for q, _ in chosen for c in slo.burn_calls(q)]
+        calls += [c for q, o in stale for c in slo.window_calls(q, o)]
+        try:
+            results = read(lambda mq: mq.run_many(calls))
+        except Unavailable as error:
+            log.warning("metrics: objectives: %s", error)
+            return {}
+        statuses: dict[str, slo.SloStatus] = {}
+        at = 2 * len(chosen)
+        for q, o in stale:
+            n = len(slo.window_calls(q, o))
+            try:
+                attainment, measured = slo.window_attainment(o, results[at:at + n])
+                self._windows[(q, o)] = (now, attainment, measured)
+            except Exception:  # one queue's odd data or refusal must not hide the others
+                log.warning("metrics: the objective of %s could not be read", q)
+            at += n
+        for i, (q, o) in enumerate(chosen):
+            cached = self._windows.get((q, o))
+            try:
+                burn = slo.burn_rates(o, results[2 * i:2 * i + 2])
+            except Exception:  # as above
+                continue
+            if cached is not None:
+                statuses[q] = slo.SloStatus(q, o, cached[1], cached[2], burn)
+        keep = set(chosen)
+        self._windows = {k: v for k, v in self._windows.items() if k in keep}
+        return statuses
 
 
 def _rendered(snapshot: Snapshot, render: Callable[[Snapshot], bytes]) -> Snapshot:
-    return Snapshot(snapshot.taken_at, snapshot.duration_s, snapshot.redis_up, snapshot.health, snapshot.stats,
-                    snapshot.unreadable, render(snapshot), snapshot.counts, snapshot.workers, snapshot.reasons)
+    return replace(snapshot, rendered=render(snapshot))
 
 
 _walker: Walker | None = None

@@ -1,8 +1,13 @@
 r"""``emq``: the EchoMQ command line. One line of output per result.
 
-Exit codes: 0 done, 2 bad input, 3 nothing to claim (or the queue is paused), 4 refused (stale token,
-job moved on), 5 not replicated, 6 out of memory (nothing written), 1 anything
-else (Redis unreachable included).
+Exit codes: 0 done (output cut short by a closed pipe, as ``emq jobs q failed | head``, included),
+2 bad input, 3 nothing to claim (or the queue is paused), 4 refused (stale token,
+job moved on), 5 not replicated, 6 out of memory (nothing written), 7 no such job,
+1 anything else (Redis unreachable included).
+
+Times print as ISO 8601 in UTC (``2026-12-01T20:15:03.250Z``); under ``--json`` they are epoch
+milliseconds (fields ending in ``_ms``). Moves record who made them: ``--actor``, by default
+``$USER@host``.
 
 Everything printed from the keyspace (ids, actors, errors, payload text) is
 written so that it cannot act on the terminal: control characters, bidi
@@ -14,15 +19,19 @@ keeps the exact text, with the same characters written as JSON ``\u`` escapes.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import os
 import re
+import socket
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from . import latency, slo
 from .client import EchoMQ
-from .errors import Duplicate, EmqError, InvalidInput
+from .errors import Duplicate, EmqError, InvalidInput, JobMissing
 from .failures import group_failed, groups
 from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
@@ -62,6 +71,25 @@ def _payload_arg(args: argparse.Namespace) -> bytes:
     return data
 
 
+def iso_time(ms: int | None) -> str:
+    """Epoch milliseconds as ISO 8601 in UTC; '-' for none (and for a value no calendar holds)."""
+    if ms is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def default_actor() -> str:
+    """Who is at the keyboard, for the history and the pause banner: ``$USER@host``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "?"
+    return f"{user}@{socket.gethostname()}"
+
+
 def _text(data: bytes) -> str:
     """For JSON output: exact text, a byte that is not UTF-8 as U+FFFD."""
     return data.decode(errors="replace")
@@ -88,7 +116,7 @@ def cmd_claim(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_extend(mq: EchoMQ, args: argparse.Namespace) -> None:
-    print(f"extended: lease deadline {mq.extend(args.queue, args.id, args.token, lease_ms=args.lease_ms)}")
+    print(f"extended: lease deadline {iso_time(mq.extend(args.queue, args.id, args.token, lease_ms=args.lease_ms))}")
 
 
 def cmd_complete(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -230,22 +258,36 @@ def cmd_jobs(mq: EchoMQ, args: argparse.Namespace) -> None:
                   "payload_source": row.payload_source, "last_error": row.last_error, "exists": row.exists,
                   "key_type": row.key_type})
         else:
-            print("\t".join([_shown(row.id), str(row.score), _shown(row.state), _shown(row.attempts),
+            print("\t".join([_shown(row.id), iso_time(row.score), _shown(row.state), _shown(row.attempts),
                              _shown(row.payload_head[:60]), f"{row.payload_length} bytes", _shown(row.last_error[:80])]))
 
 
 def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
     view = mq.job(args.queue, args.id)
     if not view.exists and not view.scores:
-        raise InvalidInput(f"job {args.id} does not exist in {args.queue}")
+        raise JobMissing(args.queue, args.id)
+    try:
+        history, history_error = mq.job_events(args.queue, args.id), ""
+    except EmqError as error:
+        history, history_error = [], str(error)
     if args.json:
-        _out(view.as_dict())
+        _out({**view.as_dict(), "history": [e.as_dict() for e in reversed(history)], "history_error": history_error})
         return
     left = view.lease_left_ms
     lease = f" lease {left / 1000:.1f}s left" if left is not None else ""
     print(_shown(f"{view.id}: {view.state or '?'} attempts {view.attempts or '?'}{lease} ") + "payload "
           + _shown(view.payload[:200]) + f" ({view.payload_length} bytes)"
           + "".join(f" [warning: {_shown(w)}]" for w in view.warnings))
+    last_error = view.text("last_error")
+    if last_error:
+        print("last error: " + _shown(last_error))
+    if history_error:
+        print("history: " + _shown(history_error))
+    for event in reversed(history):  # oldest first, as a log reads
+        print("\t".join([iso_time(event.ts_ms), _shown(event.move),
+                         f"{_shown(event.source or '-')}->{_shown(event.target or '-')}",
+                         f"attempts {_shown(event.attempts or '?')}", _shown(event.actor or '-')]
+                        + ([_shown(event.error)] if event.error else [])))
 
 
 def cmd_queues(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -263,7 +305,8 @@ def cmd_events(mq: EchoMQ, args: argparse.Namespace) -> None:
         if args.json:
             _out(event.as_dict())
         else:
-            print("\t".join([event.id, _shown(event.move), _shown(event.job_id),
+            print("\t".join([event.id, iso_time(event.ts_ms) if event.ts_ms else "-", _shown(event.move),
+                             _shown(event.job_id),
                              f"{_shown(event.source or '-')}->{_shown(event.target or '-')}",
                              f"attempts {_shown(event.attempts)}", _shown(event.actor)]))
 
@@ -329,8 +372,11 @@ def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
         if args.json:
             _out(group.as_dict())
         else:
-            print(f"{group.id}\t{group.count}\t{_shown(group.signature)}\tfirst {group.first_ms}\tlast "
-                  f"{group.last_ms}\tsample {_shown(group.sample_id)}")
+            print(f"{group.id}\t{group.count}\t{_shown(group.signature)}\tfirst {iso_time(group.first_ms)}\tlast "
+                  f"{iso_time(group.last_ms)}\tsample {_shown(group.sample_id)}")
+    if not read.failed and not read.groups:
+        print(f"emq: no failed jobs in {_shown(args.queue)}", file=sys.stderr)
+        return
     print(f"emq: {read.failed} failed jobs, {read.grouped} in the {len(read.groups)} largest of {read.group_count} "
           "groups", file=sys.stderr)
 
@@ -367,6 +413,7 @@ def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="emq", description="EchoMQ: every move one Lua script.")
     parser.add_argument("--url", help="Redis URL (default: $EMQ_REDIS_URL or redis://127.0.0.1:6379/0)")
+    parser.add_argument("--actor", help="who the history and the pause banner name (default: $USER@host)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
@@ -532,9 +579,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     mq: EchoMQ | None = None
     try:
         if args.run not in _NO_CLIENT:
-            mq = EchoMQ.from_url(args.url)
+            mq = EchoMQ.from_url(args.url, actor=args.actor or default_actor())
             warn_if_evicting(mq)
         args.run(mq, args)
+        sys.stdout.flush()
+        return 0
+    except BrokenPipeError:
+        # The reader stopped (`| head`): what it wanted was printed. Point stdout at nothing so the
+        # interpreter's last flush cannot fail again, and end as a Unix tool does, quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
     except EmqError as error:
         print(f"emq: {_shown(str(error))}", file=sys.stderr)

@@ -63,6 +63,9 @@ class Refused(EmqError):
     def __init__(self, move: str, job_id: str, reason: str, state: str, attempts: str) -> None:
         self.move, self.job_id, self.reason = move, job_id, reason
         self.state, self.attempts = state, attempts
+        if reason == "missing":
+            # A script can tell "no such job" (a typo, a purged id) from "it moved on"; so can a caller.
+            self.exit_code = JobMissing.exit_code
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -83,6 +86,16 @@ class Refused(EmqError):
             "not_delayed": f"it is already due: {where}",
         }.get(self.reason, where)
         return f"refused: {why}"
+
+
+class JobMissing(EmqError):
+    """The job named does not exist in the queue (neither its hash nor any state's entry); nothing was changed."""
+
+    exit_code = 7
+
+    def __init__(self, queue: str, job_id: str) -> None:
+        self.queue, self.job_id = queue, job_id
+        super().__init__(f"job {job_id} does not exist in {queue}")
 
 
 class Duplicate(EmqError):

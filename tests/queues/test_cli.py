@@ -49,7 +49,7 @@ def test_the_full_lifecycle_through_the_cli(redis_url: str, capsys: pytest.Captu
 
 @pytest.mark.parametrize("args", [
     ["enqueue", "q{x}", "{}"], ["enqueue", "q", "not json"], ["complete", "q", "j1", "--token", "abc"],
-    ["jobs", "q", "sleeping"], ["claim", "q", "--lease-ms", "0"], ["show", "q", "missing"],
+    ["jobs", "q", "sleeping"], ["claim", "q", "--lease-ms", "0"],
 ])
 def test_bad_input_exits_2_with_a_message(redis_url: str, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     code, _, err = emq(redis_url, capsys, *args)

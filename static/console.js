@@ -57,7 +57,19 @@
     tick();
     setInterval(tick, 200);
   });
-  document.addEventListener("htmx:wsAfterMessage", () => { clock(); tick(); });
+  // The queue bar offers what applies now, as the live summary says: Pause or Resume, and no queue-wide
+  // button for a count that is 0.
+  const syncQueueBar = () => {
+    const summary = document.getElementById("queue-summary");
+    const bar = document.querySelector(".queue-bar");
+    if (!summary || !bar) return;
+    const paused = summary.dataset.paused === "1";
+    for (const el of bar.querySelectorAll("[data-when]")) el.hidden = (el.dataset.when === "paused") !== paused;
+    for (const button of bar.querySelectorAll("button[data-needs]")) {
+      button.disabled = Number(summary.dataset[button.dataset.needs] || 0) === 0;
+    }
+  };
+  document.addEventListener("htmx:wsAfterMessage", () => { clock(); tick(); syncQueueBar(); });
   document.addEventListener("htmx:afterSwap", () => { clock(); tick(); });
   // The banner speaks of the page's own live socket (on <main>) only: a bulk
   // run's socket closing when the run ends is not a disconnect.

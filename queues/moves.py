@@ -452,12 +452,14 @@ def retry_failed(queue: str, *, limit: int = 200, extra_attempts: int = 1, actor
 
 
 def purge(queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200, actor: str = "",
-          skip: int = 0) -> Call[BatchResult]:
+          skip: int = 0, up_to_ms: int | None = None) -> Call[BatchResult]:
+    """``up_to_ms``: measure ages from this server time, not now (a confirmed purge: the jobs counted then)."""
     keys = QueueKeys(queue)
     if state not in ("done", "failed"):
         raise InvalidInput(f"only done or failed jobs can be purged, not {state!r}")
+    up_to = "" if up_to_ms is None else _int(up_to_ms, "up_to_ms", 0, MAX_INT)
     args = [state, _int(older_than_ms, "older_than_ms", 0, MAX_INT), _int(limit, "limit", 1, MAX_BATCH), actor,
-            _int(skip, "skip", 0, MAX_INT)]
+            _int(skip, "skip", 0, MAX_INT), up_to]
     return Call("purge", keys.script_keys(None), args, _batch)
 
 

@@ -196,6 +196,26 @@ def count_older(queue: str, state: str, older_than_ms: int = 0) -> Call[int]:
 
 
 @dataclass(frozen=True, slots=True)
+class OlderCount:
+    """How many jobs of a state a purge would touch, and the server time they were counted at."""
+
+    now_ms: int
+    count: int
+
+
+def count_older_as_of(queue: str, state: str, older_than_ms: int = 0) -> Call[OlderCount]:
+    """As :func:`count_older`, with the server time of the count (what a confirmed purge is bound to)."""
+    state = validate_state(state)
+    older_than_ms = _int(older_than_ms, "older than (ms)", 0)
+
+    def parse(reply: list[Any]) -> OlderCount:
+        refused_whole("count_older", reply)
+        return OlderCount(int(reply[0]), int(reply[1]))
+
+    return Call("count_older", QueueKeys(queue).script_keys(None), [state, older_than_ms], parse)
+
+
+@dataclass(frozen=True, slots=True)
 class JobState:
     id: str
     state: str

@@ -76,39 +76,56 @@ class Tally:
 
 
 def queue_steps(mq: EchoMQ, action: str, queue: str, *, older_than_ms: int = 0, limit: int = DEFAULT_LIMIT,
-                actor: str | None = None) -> Iterator[Tally]:
+                actor: str | None = None, at_most: int | None = None, as_of_ms: int | None = None) -> Iterator[Tally]:
     """The steps of a queue-wide action, checked now and run as they are iterated: one batch call each.
 
-    "retry all" only moves jobs that failed before it started, so a job that
-    fails again during a long run is not retried twice by it.
+    "retry all" only moves jobs that failed before it started (or before
+    ``as_of_ms``), so a job that fails again during a long run is not retried
+    twice by it. A confirmed run is bound to what its confirmation counted:
+    purge and retry take only jobs whose score is at most ``as_of_ms`` (the
+    server time of the count), and no action moves more than ``at_most``
+    jobs, however many arrived since.
     """
     queue = validate_queue_name(queue)
     actor = mq.actor if actor is None else actor
     if action not in QUEUE_ACTIONS:
         raise InvalidInput(f"unknown queue action {action!r}")
     limit = queue_moves._int(limit, "limit", 1, queue_moves.MAX_BATCH)
-    make: Callable[[int], queue_moves.Call[queue_moves.BatchResult]]
+    if at_most is not None:
+        at_most = queue_moves._int(at_most, "at most", 0)
+    if as_of_ms is not None:
+        as_of_ms = queue_moves._int(as_of_ms, "as of (ms)", 0, queue_moves.MAX_INT)
+    make: Callable[[int, int], queue_moves.Call[queue_moves.BatchResult]]
     if action == "recover_all":
-        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.recover_expired(queue, limit=limit, actor=actor, skip=skip)
+        def make(skip: int, size: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.recover_expired(queue, limit=size, actor=actor, skip=skip)
     elif action == "retry_all":
-        cutoff = mq.server_time_ms(queue) + 1
+        cutoff = (mq.server_time_ms(queue) if as_of_ms is None else as_of_ms) + 1
 
-        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.retry_failed(queue, limit=limit, actor=actor, failed_before_ms=cutoff, skip=skip)
+        def make(skip: int, size: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.retry_failed(queue, limit=size, actor=actor, failed_before_ms=cutoff, skip=skip)
     else:
         state = QUEUE_ACTIONS[action]
         queue_moves._int(older_than_ms, "older than (ms)", 0)
 
-        def make(skip: int) -> queue_moves.Call[queue_moves.BatchResult]:
-            return queue_moves.purge(queue, state, older_than_ms=older_than_ms, limit=limit, actor=actor,
-                                     skip=skip)
-    return _batch_tallies(mq, make)
+        def make(skip: int, size: int) -> queue_moves.Call[queue_moves.BatchResult]:
+            return queue_moves.purge(queue, state, older_than_ms=older_than_ms, limit=size, actor=actor,
+                                     skip=skip, up_to_ms=as_of_ms)
+    return _batch_tallies(mq, make, limit, at_most)
 
 
-def _batch_tallies(mq: EchoMQ, make: Callable[[int], queue_moves.Call[queue_moves.BatchResult]]) -> Iterator[Tally]:
-    for batch in mq.batches(make):
+def _batch_tallies(mq: EchoMQ, make: Callable[[int, int], queue_moves.Call[queue_moves.BatchResult]], limit: int,
+                   at_most: int | None) -> Iterator[Tally]:
+    """Batches while the move reports more; with ``at_most``, each batch no larger than what is left of it."""
+    skipped, moved = 0, 0
+    while at_most is None or moved < at_most:
+        size = limit if at_most is None else min(limit, at_most - moved)
+        batch = mq.run(make(skipped, size))
+        skipped += batch.skipped
+        moved += batch.moved
         yield Tally(moved=batch.moved, skipped=batch.skipped, missing=batch.missing)
+        if not batch.more:
+            return
 
 
 def selection_steps(mq: EchoMQ, move: str, queue: str, selected: list[Selected], *, chunk: int = SELECTION_CHUNK,

@@ -52,18 +52,31 @@ class Proposal:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def confirmation_issue(*, user: Any, proposal: Proposal, count: int) -> str:
-    """A token that lets ``user`` run ``proposal`` once, within MAX_AGE_S."""
+@dataclass(frozen=True)
+class Confirmed:
+    """What a redeemed confirmation said when it was shown: how many jobs, counted at which server time."""
+
+    count: int
+    as_of_ms: int | None
+
+
+def confirmation_issue(*, user: Any, proposal: Proposal, count: int, as_of_ms: int | None = None) -> str:
+    """A token that lets ``user`` run ``proposal`` once, within MAX_AGE_S, on at most ``count`` jobs.
+
+    The count and the time it was read at travel signed in the token: the run
+    is bound to them, not to what the queue holds when it starts.
+    """
     now = timezone.now()
     Confirmation.objects.filter(created_at__lt=now - KEEP_ROWS).delete()
     nonce = secrets.token_hex(16)
     Confirmation.objects.create(nonce=nonce, user=user, action=proposal.action, queue=proposal.queue,
                                 digest=proposal.digest, count=count)
-    return signing.dumps({"n": nonce, "u": user.pk, "d": proposal.digest}, salt=SALT)
+    return signing.dumps({"n": nonce, "u": user.pk, "d": proposal.digest, "c": count, "t": as_of_ms}, salt=SALT)
 
 
-def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> None:
-    """Spends the token for ``proposal``; raises ConfirmationRefused (and spends nothing) when it may not run."""
+def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> Confirmed:
+    """Spends the token for ``proposal`` and says what it confirmed; raises ConfirmationRefused (and spends
+    nothing) when it may not run."""
     try:
         claims = signing.loads(token, salt=SALT, max_age=MAX_AGE_S)
     except signing.SignatureExpired:
@@ -77,7 +90,12 @@ def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> None:
         raise ConfirmationRefused("this confirmation was issued to another user: nothing was done")
     if claims.get("d") != proposal.digest:
         raise ConfirmationRefused("this confirmation was for another action, queue or jobs: nothing was done")
+    count, as_of = claims.get("c"), claims.get("t")
+    if not isinstance(count, int) or not (as_of is None or isinstance(as_of, int)):
+        raise ConfirmationRefused("this confirmation does not say how many jobs it was for: nothing was done, "
+                                  "ask again")
     spent = Confirmation.objects.filter(nonce=claims["n"], user=user, used_at__isnull=True).update(
         used_at=timezone.now())
     if spent != 1:
         raise ConfirmationRefused("this confirmation has already been used: nothing was done again")
+    return Confirmed(count, as_of)

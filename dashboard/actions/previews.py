@@ -8,13 +8,14 @@ read with one bounded script (O(log N)), never by walking the jobs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from dashboard.services import emq
 from dashboard.templatetags.console import duration
 from queues import InvalidInput, validate_job_id, validate_queue_name
 from queues.operator_moves import BY_NAME, JOB_MOVES, job_move
+from queues.reads import count_older_as_of
 from queues.search import Query, check_match_move
 
 from .bulk import QUEUE_ACTIONS, Selected
@@ -40,6 +41,8 @@ class Preview:
     jobs: tuple[str, ...] = ()
     # Set when there is nothing to confirm (no job matches now): said instead of asking.
     nothing: str = ""
+    # The server time the count was read at: a queue-wide run acts on no job that arrived after it.
+    as_of_ms: int | None = None
 
     @property
     def more(self) -> int:
@@ -107,23 +110,35 @@ def queue_preview(*, action: str, queue: str, older_than_ms: int) -> Preview:
     proposal = queue_proposal(action=action, queue=queue, older_than_ms=older_than_ms)
     mq = emq()
     if action == "recover_all":
-        n = mq.stats(proposal.queue).lapsed
+        stats = mq.stats(proposal.queue)
+        n = stats.lapsed
         noun = "lapsed lease" if n == 1 else "lapsed leases"
         return Preview(proposal, n, f"Recover {n} {noun} of", "?",
                        "Each job goes back to pending, due now; a worker that still runs one is refused when it "
                        "reports.", f"Yes, recover {_jobs(n)}", "Keep them",
-                       nothing="" if n else f"No lease of {proposal.queue} has lapsed now: nothing to recover.")
+                       nothing="" if n else f"No lease of {proposal.queue} has lapsed now: nothing to recover.",
+                       as_of_ms=stats.now_ms)
     if action == "retry_all":
-        n = mq.stats(proposal.queue).counts["failed"]
+        stats = mq.stats(proposal.queue)
+        n = stats.counts["failed"]
         return Preview(proposal, n, f"Retry {n} failed {'job' if n == 1 else 'jobs'} of", "?",
                        "Each goes back to pending, due now, with one more attempt.", f"Yes, retry {_jobs(n)}",
-                       "Keep them", nothing="" if n else f"{proposal.queue} has no failed job now: nothing to retry.")
+                       "Keep them", nothing="" if n else f"{proposal.queue} has no failed job now: nothing to retry.",
+                       as_of_ms=stats.now_ms)
     state = QUEUE_ACTIONS[action]
-    n = mq.count_older(proposal.queue, state, older_than_ms=older_than_ms)
+    counted = mq.run(count_older_as_of(proposal.queue, state, older_than_ms))
+    n = counted.count
     age = f" older than {age_text(older_than_ms)}" if older_than_ms else ", of any age"
     return Preview(proposal, n, f"Purge {n} {state} {'job' if n == 1 else 'jobs'} of", f"{age}?",
                    "This cannot be undone: purged jobs are deleted.", f"Yes, purge {_jobs(n)}", "Keep them",
-                   nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.")
+                   nothing="" if n else f"{proposal.queue} has no {state} job{age}: nothing to purge.",
+                   as_of_ms=counted.now_ms)
+
+
+def grown(preview: Preview, confirmed: int) -> Preview:
+    """The confirmation step again, saying that the count grew since the operator was asked."""
+    return replace(preview, warning=f"More jobs are there now than when you were asked ({preview.count}, not "
+                                    f"{confirmed}): nothing was done, confirm again. " + preview.warning)
 
 
 _SEARCH_VERBS: Final = {move.name: move.verb for move in JOB_MOVES if move.over_search}

@@ -68,13 +68,21 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
 
 
 def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
-              limit: int = DEFAULT_LIMIT) -> AuditEntry:
-    """Starts a queue-wide action in the background; returns its (running) audit row."""
+              limit: int = DEFAULT_LIMIT, at_most: int | None = None, as_of_ms: int | None = None) -> AuditEntry:
+    """Starts a queue-wide action in the background; returns its (running) audit row.
+
+    ``at_most`` and ``as_of_ms`` are what its confirmation counted and when: the run acts on no more.
+    """
     check_access(user=user, queue=queue)
-    steps = queue_steps(emq(), action, queue, older_than_ms=older_than_ms, limit=limit, actor=actor_for(user))
+    steps = queue_steps(emq(), action, queue, older_than_ms=older_than_ms, limit=limit, actor=actor_for(user),
+                        at_most=at_most, as_of_ms=as_of_ms)
     parameters: dict[str, object] = {"from_state": QUEUE_ACTIONS[action], "limit": limit}
     if action.startswith("purge"):
         parameters["older_than_ms"] = older_than_ms
+    if at_most is not None:
+        parameters["at_most"] = at_most
+    if as_of_ms is not None:
+        parameters["as_of_ms"] = as_of_ms
     return _start(user, action, queue, AuditEntry.Scope.QUEUE, [], parameters, steps)
 
 

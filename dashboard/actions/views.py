@@ -36,7 +36,14 @@ from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
 from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
-from .confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
+from .confirmations import (
+    MAX_AGE_S,
+    ConfirmationRefused,
+    Confirmed,
+    Proposal,
+    confirmation_issue,
+    confirmation_redeem,
+)
 from .models import AuditEntry, audit_actions
 from .previews import Preview
 
@@ -110,9 +117,19 @@ def _back_url(request: HttpRequest, queue: str) -> str:
     return f"{reverse('queue')}?{urlencode({'q': queue})}"
 
 
+def _ask(request: HttpRequest, asked: Preview, proposal: Proposal, fields: list[tuple[str, str]],
+         target: str) -> HttpResponse:
+    """The confirmation step: what the action does now, and a token bound to that count."""
+    context = {"preview": asked, "fields": fields, "target": target, "post_url": request.path,
+               "back_url": _back_url(request, proposal.queue), "max_age_minutes": MAX_AGE_S // 60,
+               "token": "" if asked.nothing else confirmation_issue(user=request.user, proposal=proposal,
+                                                                   count=asked.count, as_of_ms=asked.as_of_ms)}
+    return _page_or_fragment(request, "dashboard/actions/confirm.html", context)
+
+
 def _confirmed(request: HttpRequest, preview: Callable[[], Preview], proposal: Proposal,
-               fields: list[tuple[str, str]], target: str) -> HttpResponse | None:
-    """None when the POST carries a valid confirmation of ``proposal`` (now spent); else the answer to send.
+               fields: list[tuple[str, str]], target: str) -> HttpResponse | Confirmed:
+    """What a valid confirmation of ``proposal`` in the POST said (it is now spent); else the answer to send.
 
     Without one, the answer is the confirmation step, which says what the
     action does now; with a forged, lapsed, replayed or another user's one,
@@ -120,19 +137,13 @@ def _confirmed(request: HttpRequest, preview: Callable[[], Preview], proposal: P
     """
     token = request.POST.get("confirmation", "")
     if not token:
-        asked = preview()
-        context = {"preview": asked, "fields": fields, "target": target, "post_url": request.path,
-                   "back_url": _back_url(request, proposal.queue), "max_age_minutes": MAX_AGE_S // 60,
-                   "token": "" if asked.nothing else confirmation_issue(user=request.user, proposal=proposal,
-                                                                       count=asked.count)}
-        return _page_or_fragment(request, "dashboard/actions/confirm.html", context)
+        return _ask(request, preview(), proposal, fields, target)
     try:
-        confirmation_redeem(user=request.user, token=token, proposal=proposal)
+        return confirmation_redeem(user=request.user, token=token, proposal=proposal)
     except ConfirmationRefused as refusal:
         entry = services.record_refused(user=request.user, data=request.POST, result=f"refused: {refusal}")
         return _page_or_fragment(request, "dashboard/actions/result.html",
                                  {"kind": "refused", "text": f"refused: {refusal}", "entry": entry}, status=409)
-    return None
 
 
 @require_POST
@@ -147,7 +158,7 @@ def job_action(request: HttpRequest) -> HttpResponse:
                   ("state", fields["expect_state"]), ("attempts", fields["expect_attempts"])]
         answer = _confirmed(request, lambda: previews.job_preview(**fields), previews.job_proposal(**fields),
                             hidden, "#action-results")
-        if answer is not None:
+        if isinstance(answer, HttpResponse):
             return answer
     entry = services.job_act(user=request.user, **fields)
     return _page_or_fragment(request, "dashboard/actions/result.html",
@@ -164,12 +175,17 @@ def queue_action(request: HttpRequest) -> HttpResponse:
     older = _ms(request.POST.get("older_than_ms", "0"), "older than") if action.startswith("purge") else 0
     services.check_access(user=request.user, queue=queue)
     hidden = [("q", queue), ("action", action)] + ([("older_than_ms", str(older))] if action.startswith("purge") else [])
+    proposal = previews.queue_proposal(action=action, queue=queue, older_than_ms=older)
     answer = _confirmed(request, lambda: previews.queue_preview(action=action, queue=queue, older_than_ms=older),
-                        previews.queue_proposal(action=action, queue=queue, older_than_ms=older), hidden,
-                        "#action-runs")
-    if answer is not None:
+                        proposal, hidden, "#action-runs")
+    if isinstance(answer, HttpResponse):
         return answer
-    entry = services.queue_act(user=request.user, action=action, queue=queue, older_than_ms=older)
+    # More jobs than the operator was shown: ask again rather than act on a number nobody confirmed.
+    now = previews.queue_preview(action=action, queue=queue, older_than_ms=older)
+    if now.count > answer.count:
+        return _ask(request, previews.grown(now, answer.count), proposal, hidden, "#action-runs")
+    entry = services.queue_act(user=request.user, action=action, queue=queue, older_than_ms=older,
+                               at_most=answer.count, as_of_ms=answer.as_of_ms)
     return _started(request, entry)
 
 
@@ -183,7 +199,7 @@ def pause_action(request: HttpRequest) -> HttpResponse:
     hidden = [("q", queue), ("action", move)] + ([("reason", reason)] if move == "pause" else [])
     answer = _confirmed(request, lambda: previews.pause_preview(move=move, queue=queue, reason=reason),
                         previews.pause_proposal(move=move, queue=queue, reason=reason), hidden, "#action-results")
-    if answer is not None:
+    if isinstance(answer, HttpResponse):
         return answer
     entry = services.queue_pause_or_resume(user=request.user, move=move, queue=queue, reason=reason)
     return _page_or_fragment(request, "dashboard/actions/result.html",
@@ -204,7 +220,7 @@ def selection_action(request: HttpRequest) -> HttpResponse:
         answer = _confirmed(request, lambda: previews.selection_preview(move=move, queue=queue, selected=selected),
                             previews.selection_proposal(move=move, queue=queue, selected=selected), hidden,
                             "#action-runs")
-        if answer is not None:
+        if isinstance(answer, HttpResponse):
             return answer
     entry = services.selection_act(user=request.user, move=move, queue=queue, selected=selected)
     return _started(request, entry)
@@ -311,7 +327,7 @@ def search_action(request: HttpRequest) -> HttpResponse:
         at_most = preview.proposal.parameters["at_most"]
         answer = _confirmed(request, lambda: preview, preview.proposal, [*fields, ("at_most", str(at_most))],
                             target)
-    if answer is not None:
+    if isinstance(answer, HttpResponse):
         return answer
     entry = services.search_act(user=request.user, move=move, queue=queue, query=search.query, at_most=at_most)
     return _started(request, entry)
@@ -344,7 +360,7 @@ def _search_many_action(request: HttpRequest) -> HttpResponse:
         held = preview.proposal.parameters["counts"]
         answer = _confirmed(request, lambda: preview, preview.proposal, [*fields, ("counts", queue_counts_text(held))],
                             target)
-    if answer is not None:
+    if isinstance(answer, HttpResponse):
         return answer
     entry = services.search_act_many(user=request.user, move=move, query=search.query, counts=counts)
     return _started(request, entry)

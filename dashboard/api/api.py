@@ -25,7 +25,14 @@ from ninja.security import HttpBearer, SessionAuth
 
 from dashboard.actions import access, previews, services as actions
 from dashboard.actions.bulk import MAX_SELECTION, Selected
-from dashboard.actions.confirmations import MAX_AGE_S, ConfirmationRefused, Proposal, confirmation_issue, confirmation_redeem
+from dashboard.actions.confirmations import (
+    MAX_AGE_S,
+    ConfirmationRefused,
+    Confirmed,
+    Proposal,
+    confirmation_issue,
+    confirmation_redeem,
+)
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.orders.tokens import api_token_user
@@ -295,21 +302,25 @@ def _answer(request: HttpRequest, answer: _Answer) -> HttpResponse:
     return api.create_response(request, answer.body, status=answer.status)
 
 
+def _ask(user: Any, asked: Preview, proposal: Proposal) -> _Answer:
+    issued = None if asked.nothing else confirmation_issue(user=user, proposal=proposal, count=asked.count,
+                                                           as_of_ms=asked.as_of_ms)
+    return _Answer(428, {"text": f"{asked.lead} {proposal.queue}{asked.tail}", "warning": asked.warning,
+                         "count": asked.count, "confirmation": issued, "expires_in_s": MAX_AGE_S,
+                         "nothing": asked.nothing})
+
+
 def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, proposal: Proposal,
-               data: dict[str, Any]) -> None:
+               data: dict[str, Any]) -> Confirmed:
     """Returns when ``token`` confirms ``proposal`` (and is now spent), as the pages' second POST does.
 
     Without a token: 428 with what the action would do now and a token for it.
     With one that does not hold (forged, lapsed, used, another user's or action's): 409, in the audit log.
     """
     if not token:
-        asked: Preview = preview()
-        issued = None if asked.nothing else confirmation_issue(user=user, proposal=proposal, count=asked.count)
-        raise _Answer(428, {"text": f"{asked.lead} {proposal.queue}{asked.tail}", "warning": asked.warning,
-                            "count": asked.count, "confirmation": issued, "expires_in_s": MAX_AGE_S,
-                            "nothing": asked.nothing})
+        raise _ask(user, preview(), proposal)
     try:
-        confirmation_redeem(user=user, token=token, proposal=proposal)
+        return confirmation_redeem(user=user, token=token, proposal=proposal)
     except ConfirmationRefused as refusal:
         actions.record_refused(user=user, data=_Form(data), result=f"refused: {refusal}")
         raise _Answer(409, {"error": f"refused: {refusal}"}) from None
@@ -365,10 +376,15 @@ def queue_action(request: HttpRequest, body: s.QueueActionIn) -> Any:
     older = body.older_than_ms if body.action.startswith("purge") else 0
     data = {"q": body.queue, "action": body.action}
     user = _operator(request, data)
-    _confirmed(request, user, body.confirmation,
-               lambda: previews.queue_preview(action=body.action, queue=body.queue, older_than_ms=older),
-               previews.queue_proposal(action=body.action, queue=body.queue, older_than_ms=older), data)
-    entry = actions.queue_act(user=user, action=body.action, queue=body.queue, older_than_ms=older)
+    proposal = previews.queue_proposal(action=body.action, queue=body.queue, older_than_ms=older)
+    confirmed = _confirmed(request, user, body.confirmation,
+                           lambda: previews.queue_preview(action=body.action, queue=body.queue, older_than_ms=older),
+                           proposal, data)
+    now = previews.queue_preview(action=body.action, queue=body.queue, older_than_ms=older)
+    if now.count > confirmed.count:
+        raise _ask(user, previews.grown(now, confirmed.count), proposal)
+    entry = actions.queue_act(user=user, action=body.action, queue=body.queue, older_than_ms=older,
+                              at_most=confirmed.count, as_of_ms=confirmed.as_of_ms)
     return Status(202, audit_entry(entry))
 
 

@@ -15,6 +15,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from dashboard.api.errors import ApiJsonAnswers  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOriginValidator  # noqa: E402
+from dashboard.client_address import TrustedProxyClient  # noqa: E402
 from dashboard.daphne_requests import bound_daphne_requests  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
@@ -24,10 +25,11 @@ from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 # follower feeds its own pages. Request bodies are bounded before Django reads
 # them (under daphne, before daphne stores them). Under /api/ every refusal is JSON.
 bound_daphne_requests()
-application = ApiJsonAnswers(LoopbackOnlyWhileDebug(ProtocolTypeRouter({
+# The client's address is settled first (EMQ_TRUSTED_PROXY_HOPS), for everything below.
+application = ApiJsonAnswers(LoopbackOnlyWhileDebug(TrustedProxyClient(ProtocolTypeRouter({
     "http": BodyLimit(django_asgi_app),
     "websocket": WebsocketOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-})))
+}))))
 
 # Every server process offers to sweep lapsed leases; the sweeper lock lets one
 # at a time. Started in the background, so a Redis that is down cannot stop the

@@ -200,20 +200,26 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Login throttling (django-axes): after EMQ_LOGIN_FAILURE_LIMIT failed logins
-# for one user name, or from one client address, each within
-# EMQ_LOGIN_COOLOFF_MINUTES of the one before, every login for that name or
-# from that address is refused until the cool-off has passed; each refused
-# attempt is a row in the audit log. Behind a proxy, run daphne with
-# --proxy-headers so that the address is the client's, not the proxy's.
+# for one user name from one client address, or from one address for any
+# names, each within EMQ_LOGIN_COOLOFF_MINUTES of the one before, logins for
+# that name from that address (or from that address at all) are refused until
+# the cool-off has passed; each refused attempt is a row in the audit log. A
+# user name alone is never locked: failures from other addresses cannot lock
+# its owner out. The address is the one EMQ_TRUSTED_PROXY_HOPS settles
+# (dashboard.client_address), never one the client wrote.
 AXES_FAILURE_LIMIT = int(_number("EMQ_LOGIN_FAILURE_LIMIT", 10, minimum=1))
 AXES_COOLOFF_TIME = timedelta(minutes=_number("EMQ_LOGIN_COOLOFF_MINUTES", 15, minimum=0.01))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 # Attempts during a lockout are refused and audited, but do not extend it.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_USERNAME_CALLABLE = "dashboard.login_throttling.login_username"
 AXES_VERBOSE = False
+
+# How many proxies in front of the console append to X-Forwarded-For (nginx's $proxy_add_x_forwarded_for):
+# the client's address is the entry that many from the right. 0: no proxy, the header is ignored.
+EMQ_TRUSTED_PROXY_HOPS = int(_number("EMQ_TRUSTED_PROXY_HOPS", 0))
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

@@ -95,6 +95,7 @@ def record_lockout(sender: object, *, request: Any = None, username: str | None 
     return AuditEntry.objects.create(
         username=(username or "")[:150], queue="", action=AuditEntry.Action.LOGIN, scope=AuditEntry.Scope.ACCOUNT,
         parameters={"address": str(ip_address or "")[:64]}, outcome=AuditEntry.Outcome.REFUSED,
-        result=(f"locked out: {settings.AXES_FAILURE_LIMIT} failed logins for this user name or from "
-                f"{ip_address or 'this address'}; logins are refused until {minutes:g} minutes pass without one"),
+        result=(f"locked out: {settings.AXES_FAILURE_LIMIT} failed logins for this user name from "
+                f"{ip_address or 'this address'}, or for any names from it; logins are refused until {minutes:g} minutes "
+                "pass without one"),
         finished_at=now, updated_at=now)

@@ -28,10 +28,12 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 3
     raise RuntimeError("daphne did not answer")
 
 
-def start_daphne(env: dict[str, str], workdir: Path, name: str) -> tuple[str, subprocess.Popen[bytes]]:
-    """Starts daphne on a free port and waits until it answers; returns its base URL (ending in /)."""
+def start_daphne(env: dict[str, str], workdir: Path, name: str,
+                 options: tuple[str, ...] = ()) -> tuple[str, subprocess.Popen[bytes]]:
+    """Starts daphne on a free port (with ``options``, e.g. ``--proxy-headers``) and waits until it answers;
+    returns its base URL (ending in /)."""
     port = free_port()
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *options,
                                "dashboard.asgi:application"], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
     url = f"http://127.0.0.1:{port}/"

@@ -19,7 +19,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from queues.follower import Throughput
-from queues.reads import Page, QueueStats
+from queues.reads import JobRow, Page, QueueStats
 
 from .presenters import MESSAGE_MAX_BYTES, JobLine, OverviewPager, OverviewQuery, QueueRow, Window, queue_context
 from .templatetags.console import duration, server_time, visible, visible_plain
@@ -136,6 +136,16 @@ def _when(line: JobLine) -> str:
             f'{duration(now - row.score)} ago</span>')
 
 
+def _error_cell(row: JobRow) -> str:
+    """The last error as the row reads it: up to two lines, the whole head (and its length when cut) in a title."""
+    if not row.last_error:
+        return ""
+    cut = row.last_error_length > len(row.last_error.encode())
+    more = f"… ({row.last_error_length} bytes)" if cut else ""
+    return (f'<span class="error-clamp" title="{escape(visible_plain(row.last_error) + more)}">'
+            f'{visible(row.last_error)}{"…" if cut else ""}</span>')
+
+
 def _template(name: str) -> Template:
     return get_template(name).template  # type: ignore[attr-defined,no-any-return]
 
@@ -178,7 +188,7 @@ def job_row_parts(lines: list[JobLine], window: Window, *, csrf_token: str = "")
             f'<td class="num mono" data-label="attempts">{visible(row.attempts) or "—"}</td>'
             f'<td class="when">{_when(line)}</td>'
             f'<td class="payload mono">{payload}</td>'
-            f'<td class="error-text">{visible(row.last_error)}</td>'
+            f'<td class="error-text">{_error_cell(row)}</td>'
             f'<td class="actions">{buttons_html}</td></tr>')
     return out
 

@@ -46,6 +46,9 @@ WORKERS_READ: Final = 20  # as WHY_WORKERS in why_evidence.lua
 MINUTES_READ: Final = 6  # as WHY_MINUTES
 # A worker that has missed this many heartbeats is gone, even while its entry and its leases still run.
 MISSED_BEATS: Final = 2
+# Arrivals go on while the newest due job is younger than this: a minute's counts cannot tell a burst that
+# is over from a steady stream, the newest due time can.
+ARRIVALS_ONGOING_MS: Final = 5_000
 # Python workers beat every third of their entry's life (PROTOCOL.md, "Workers").
 BEATS_PER_TTL: Final = 3
 
@@ -371,13 +374,13 @@ class _Queue:
         return self.live_count <= len(self.workers)
 
     def growing(self) -> bool:
-        """Arrivals outpace claims over the window, and arrivals go on now (the newest due job came recently)."""
+        """Arrivals outpace claims over the window, and arrivals go on now (the newest due job came within
+        ARRIVALS_ONGOING_MS): a burst that is over leaves a backlog that is not growing."""
         r = self.rates
         if not (self.due and r.claims and r.arrivals > r.claims):
             return False
         newest = _int(self.evidence.get("newest_due_ms"))
-        gap = max(3000 / r.arrival_per_s if r.arrival_per_s else math.inf, 1000)
-        return newest is not None and self.now - newest <= gap
+        return newest is not None and self.now - newest <= ARRIVALS_ONGOING_MS
 
     def eta_ms(self, backlog: int, *, growing: bool) -> int | None:
         """When ``backlog`` due jobs are claimed at the current rates, or None when they are not draining."""

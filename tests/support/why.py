@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from queues import EchoMQ, moves
@@ -38,3 +43,43 @@ def redis_usec(mq: EchoMQ, command: str) -> float:
         if entry:
             used += float(entry["usec"])
     return used
+
+
+HANDLERS = '''
+import os
+import time
+
+
+def block(job):
+    time.sleep(3600)
+
+
+def slow(job):
+    time.sleep(0.25)
+
+
+def boom(job):
+    raise RuntimeError("smtp said 550 for " + job.id)
+
+
+def quick(job):
+    return None
+'''
+
+
+def start_worker(url: str, queue: str, handler: str, folder: Path, *, concurrency: int = 1,
+                 lease_ms: int = 1500) -> subprocess.Popen[bytes]:
+    """A real ``emq worker`` process running one of :data:`HANDLERS` (block, slow, boom, quick)."""
+    (folder / "why_handlers.py").write_text(HANDLERS)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{root}"}
+    return subprocess.Popen([sys.executable, "-m", "queues", "--url", url, "worker", queue, "--handler",
+                             f"why_handlers:{handler}", "--concurrency", str(concurrency), "--lease-ms", str(lease_ms)],
+                            env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_worker(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGCONT)
+        process.kill()
+    process.wait(30)

@@ -153,7 +153,8 @@ OVERVIEW_SIZES: Final = (20, 50, 100)
 OVERVIEW_DEFAULT_SIZE: Final = 50
 # The longest overview filter a page may set (a queue name is at most this long too).
 FILTER_MAX: Final = 128
-SORT_LABELS: Final = {"name": "name", "failed": "failed jobs", "due": "due backlog", "oldest": "oldest due wait",
+SORT_LABELS: Final = {"name": "name", "failed": "failed jobs", "due": "due backlog", "delayed": "delayed jobs",
+                      "active": "active jobs", "done": "done jobs", "oldest": "oldest due wait",
                       "lapsed": "lapsed leases"}
 
 

@@ -27,7 +27,8 @@ from .errors import EmqError
 from .reads import QueueStats
 
 # Each sort and the order it starts in: the worst first where a number says how bad things are.
-SORTS: Final = {"name": "asc", "failed": "desc", "due": "desc", "oldest": "desc", "lapsed": "desc"}
+SORTS: Final = {"name": "asc", "failed": "desc", "due": "desc", "delayed": "desc", "active": "desc", "done": "desc",
+                 "oldest": "desc", "lapsed": "desc"}
 # The filter's mark for "names that start with" (else: names that contain, case-blind).
 PREFIX_MARK: Final = "^"
 # How long a count sort may be reused while only counts changed (the page says its order is a snapshot).
@@ -40,6 +41,10 @@ def _sort_key(sort: str) -> Callable[[QueueStats], Any]:
         return lambda s: s.counts["failed"]
     if sort == "due":
         return lambda s: s.due
+    if sort == "delayed":
+        return lambda s: s.delayed
+    if sort in ("active", "done"):
+        return lambda s: s.counts[sort]
     if sort == "lapsed":
         return lambda s: s.lapsed
     if sort == "oldest":
@@ -72,7 +77,8 @@ def _contribution(stats: QueueStats | None) -> tuple[int, ...]:
 
 
 def _order_signature(stats: QueueStats) -> tuple[Any, ...]:
-    return (stats.counts["failed"], stats.due, stats.lapsed, stats.oldest_due_ms)
+    return (stats.counts["failed"], stats.due, stats.delayed, stats.counts["active"], stats.counts["done"], stats.lapsed,
+            stats.oldest_due_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -475,7 +475,8 @@ def job_warnings(fields: dict[str, bytes], scores: dict[str, int], *, key_type: 
         warnings.append(f"unknown state {state!r}")
     attempts = fields.get("attempts")
     if attempts is not None and digits(attempts) is None:
-        warnings.append(f"attempts is not a number: {attempts!r}")
+        # Quoted as text, as the row's warning says it: a bytes repr (b'two') is Python's, not the operator's.
+        warnings.append(f"attempts is not a number: {attempts.decode(errors='backslashreplace')!r}")
     warnings.extend(f"the field '{name}' is not UTF-8 text (its bytes are shown as \\xNN)"
                     for name, value in fields.items() if name != "history" and not _is_utf8(value))
     if len(scores) > 1:

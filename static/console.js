@@ -30,7 +30,9 @@
     }
     for (const el of document.querySelectorAll("[data-due]")) {
       const left = Number(el.dataset.due) - now;
-      el.textContent = left > 0 ? "in " + duration(left) : "due " + duration(left) + " ago";
+      // Under a "Due" label the word is there already (data-due-word=""): "Due 3 s ago", not "Due due 3 s ago".
+      const word = el.dataset.dueWord ?? "due ";
+      el.textContent = left > 0 ? "in " + duration(left) : word + duration(left) + " ago";
     }
     for (const el of document.querySelectorAll("[data-since]")) {
       el.textContent = duration(now - Number(el.dataset.since)) + " ago";

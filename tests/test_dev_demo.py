@@ -87,8 +87,8 @@ def test_the_demo_test_passes_when_the_suite_is_run_with_sigint_ignored(tmp_path
     mark = f"sigint-ignored-{time.monotonic_ns()}"
     env = {**demo_env(), "TMPDIR": str(run_dir), MARK_VARIABLE: mark}
 
-    # env sets SIGINT to SIG_IGN and execs pytest, as nohup's shell does for a background job.
-    done = subprocess.run(["env", "--ignore-signal=INT", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    # env sets SIGINT (and SIGHUP) to SIG_IGN and execs pytest, as a background job of nohup gets them.
+    done = subprocess.run(["env", "--ignore-signal=INT,HUP", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-p", "no:xdist", test], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,9 +1,9 @@
 """``./dev demo`` run as a person runs it, in its own process group (a terminal's job), output collected.
 
-The demo is started with SIGINT at its default disposition whatever the test run inherited: under
-``nohup ./dev test &``, ``setsid`` or a CI runner SIGINT is ignored, and an ignored signal stays ignored
-across exec, so a Ctrl-C would never reach the demo. A terminal's shell resets it for its jobs;
-``env --default-signal=INT`` does the same here.
+The demo is started with every signal at its default disposition whatever the test run inherited: under
+``nohup ./dev test &`` SIGINT and SIGHUP are ignored (``setsid`` and CI runners ignore SIGINT), and an
+ignored signal stays ignored across exec, so a Ctrl-C or a closed terminal would never reach the demo.
+A terminal's shell resets them for its jobs; ``env --default-signal`` does the same here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.support.redis_servers import free_port
 ROOT = Path(__file__).resolve().parents[2]
 DEV = str(ROOT / "dev")
 STARTED = re.compile(r"Started a private redis-server for the demo at (redis://127\.0\.0\.1:(\d+)/0)")
-DEFAULT_SIGINT = ["env", "--default-signal=INT"]
+DEFAULT_SIGNALS = ["env", "--default-signal"]
 
 
 def demo_env(redis_dir: Path | None = None, **extra: str) -> dict[str, str]:
@@ -40,7 +40,7 @@ def demo_env(redis_dir: Path | None = None, **extra: str) -> dict[str, str]:
 
 
 def run_dev(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*DEFAULT_SIGINT, DEV, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([*DEFAULT_SIGNALS, DEV, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -64,7 +64,7 @@ class RunningDemo:
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.env = env or demo_env()
-        self.process = subprocess.Popen([*DEFAULT_SIGINT, DEV, "demo", "--port", str(self.port), *args], cwd=ROOT,
+        self.process = subprocess.Popen([*DEFAULT_SIGNALS, DEV, "demo", "--port", str(self.port), *args], cwd=ROOT,
                                         env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         start_new_session=True)
         self.lines: list[str] = []

@@ -20,7 +20,7 @@ from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .census import CensusPass, census_pass
-from .why_line import why_context, why_down
+from .why_line import overview_reasons_async, why_context, why_down, with_reasons
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
 FILTER_MAX = presenters.FILTER_MAX
@@ -80,6 +80,9 @@ class OverviewPage(LivePage):
         self.budget = 0
         # The next table answers the operator's own filter: the page shows it at once, pointer or not.
         self.asked = False
+        # The rows' why reasons, read for the names on screen; again on the follower's tick or for other names.
+        self.reasons: dict[str, why.Reason] = {}
+        self.reasons_for: list[str] | None = None
 
     def hear(self, message: dict[str, Any]) -> bool:
         """The operator typed in the filter box: the table is sent again, filtered as the URL says."""
@@ -106,8 +109,12 @@ class OverviewPage(LivePage):
                 results.append(max(candidates, key=lambda s: s.now_ms))
             else:
                 results.append(Unreadable(error) if error else None)
-        return presenters.queue_rows(names, results, follower.locations if follower.cluster else {},
-                                     follower.throughput, follower.now_ms)
+        return with_reasons(presenters.queue_rows(names, results, follower.locations if follower.cluster else {},
+                                                  follower.throughput, follower.now_ms), self.reasons)
+
+    async def _read_reasons(self, follower: Follower, names: list[str], *, again: bool) -> None:
+        if follower.mq is not None and (again or names != self.reasons_for):
+            self.reasons, self.reasons_for = await overview_reasons_async(follower.mq, names), names
 
     def _summary(self, follower: Follower) -> str:
         chart = presenters.spark_for(follower.throughput, None, follower.now_ms, width=600, height=48)
@@ -130,6 +137,7 @@ class OverviewPage(LivePage):
         self.census.wanted()
         self.stale = self.census.census.names is None
         names, total = self._window()
+        await self._read_reasons(follower, names, again=True)
         return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower, names, total)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
@@ -138,6 +146,8 @@ class OverviewPage(LivePage):
             self.census.census.absorb_many(list(update.stats), list(update.stats.values()))
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(follower)]
         names, total = self._window()
+        if follower.up is not False:
+            await self._read_reasons(follower, names, again=update.tick)
         rows = self._rows(follower, names)
         html = [row_html.overview_row(row, cluster=follower.cluster) for row in rows]
         fitted = row_html.rows_that_fit(html, self.budget)

@@ -19,6 +19,7 @@ from queues.cluster import QueueLocation
 from queues.follower import Throughput
 from queues.moves import digits
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
+from queues.why import Reason
 
 PAGE_SIZES: Final = (20, 50, 100, 200)
 DEFAULT_PAGE_SIZE: Final = 50
@@ -96,6 +97,8 @@ class QueueRow:
     error: str = ""
     location: QueueLocation | None = None
     spark: Spark | None = None
+    # Its first why reason, read for the rows on screen (None: the column is off, or not read yet).
+    reason: Reason | None = None
 
     @property
     def dom_id(self) -> str:
@@ -155,7 +158,7 @@ OVERVIEW_DEFAULT_SIZE: Final = 50
 FILTER_MAX: Final = 128
 SORT_LABELS: Final = {"name": "name", "failed": "failed jobs", "due": "due backlog", "delayed": "delayed jobs",
                       "active": "active jobs", "done": "done jobs", "oldest": "oldest due wait",
-                      "lapsed": "lapsed leases"}
+                      "lapsed": "lapsed leases", "reason": "why"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +225,9 @@ class OverviewQuery:
             return "by name, " + ("Z to A" if self.descending else "A to Z")
         if self.sort == "oldest":
             return "by oldest due wait, " + ("longest first" if self.descending else "shortest first")
+        if self.sort == "reason":
+            # The census's counts order it (paused, lapsed leases, due by the oldest's wait); each row's why is exact.
+            return "by why (paused, lapsed, longest due wait), " + ("worst first" if self.descending else "best first")
         return f"by {SORT_LABELS[self.sort]}, " + ("most first" if self.descending else "fewest first")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from urllib.parse import quote
 
+from django.conf import settings
 from django.template import Context, Template
 from django.template.loader import get_template, render_to_string
 from django.urls import reverse
@@ -63,6 +64,11 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
                    f'</svg> <span class="rate">{spark.rate:.1f}</span></td>')
     else:
         out.append('<td class="spark"><span class="muted">—</span></td>')
+    if row.reason is not None:
+        out.append(f'<td class="why"><span class="badge why-code" data-why-code="{row.reason.code}" '
+                   f'title="{escape(visible_plain(row.reason.text))}">{row.reason.code}</span></td>')
+    elif settings.EMQ_OVERVIEW_REASONS:
+        out.append('<td class="why"><span class="figure unknown">unknown</span></td>')
     if cluster:
         location = row.location
         out.append(f'<td class="mono">{location.slot} · {escape(location.node)}</td>' if location else '<td></td>')
@@ -110,7 +116,8 @@ def overview_table_context(query: OverviewQuery, total: int, rows: list[QueueRow
     the queue names, pause reasons and filter hold; the pager goes on from the first row left out.
     """
     context: dict[str, object] = {"rows": [], "rows_html": "", "pager": OverviewPager(query, total, len(rows)),
-                                  "query": query, "filter": query.filter, "cluster": cluster, "oob": True}
+                                  "query": query, "filter": query.filter, "cluster": cluster, "oob": True,
+                                  "reasons": settings.EMQ_OVERVIEW_REASONS}
     around = len(render_to_string("dashboard/_overview_table.html", context).encode())
     budget = MESSAGE_MAX_BYTES - around - MESSAGE_MARGIN_BYTES
     rows_html, fitted = overview_rows_bounded(rows, cluster=cluster, budget=budget)

@@ -304,3 +304,5 @@ EMQ_METRICS_QUEUES_PER_S = float(os.environ.get("EMQ_METRICS_QUEUES_PER_S", "200
 EMQ_CENSUS_CALLS_PER_S = _number("EMQ_CENSUS_CALLS_PER_S", 200, minimum=1)
 EMQ_CENSUS_PASS_S = _number("EMQ_CENSUS_PASS_S", 5, minimum=0.1)
 EMQ_LIVE_SAFETY_POLL_S = _number("EMQ_LIVE_SAFETY_POLL_S", 5, minimum=0.1)
+# The overview's "Why" column: one why read per row on screen (refreshed on the live page's tick); off: none.
+EMQ_OVERVIEW_REASONS = os.environ.get("EMQ_OVERVIEW_REASONS", "1") != "0"

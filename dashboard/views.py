@@ -28,7 +28,7 @@ from .queue_names import queue_missing
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 from .viewing import viewers_only
-from .why_line import why_context
+from .why_line import overview_reasons, why_context, with_reasons
 
 
 def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
@@ -77,6 +77,7 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     cluster = mq.is_cluster
     locations = {n: mq.location(n) for n in names} if cluster else {}
     rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
+    rows = with_reasons(rows, read(lambda mq: overview_reasons(mq, names)))
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
     context.update(row_html.overview_table_context(query, total, rows, cluster=cluster))
     context.update(queues_stale=census.names_error, odd_registry=census.names_odd,

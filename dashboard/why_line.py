@@ -7,10 +7,14 @@ the page's live latency, at one why read per push of a page that is on screen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from queues import why
+from django.conf import settings
+
+from queues import AsyncEchoMQ, EchoMQ, EmqError, why
+
+from .presenters import QueueRow
 
 # How a reason looks: bad (not moving, someone must act), warn (waiting on something), ok (moving or done).
 _TONE = {
@@ -57,3 +61,40 @@ def why_context(answer: why.Why) -> dict[str, Any]:
 def why_down(error: str) -> dict[str, Any]:
     """The line while Redis does not answer: unknown, never the last answer passed off as now."""
     return why_context(why.unknown(error or "Redis is unreachable"))
+
+
+def _attach(rows: list[QueueRow], reasons: dict[str, why.Reason]) -> list[QueueRow]:
+    return [replace(row, reason=reasons.get(row.name)) for row in rows]
+
+
+def overview_reasons(mq: EchoMQ, names: list[str]) -> dict[str, why.Reason]:
+    """The first why reason of each queue on screen: one pipelined round trip of why reads and one sweeper read
+    (none when the column is off)."""
+    if not names or not settings.EMQ_OVERVIEW_REASONS:
+        return {}
+    sweeper = why.read_sweeper(mq)
+    try:
+        results = mq.run_many([why.queue_evidence(n) for n in names])
+    except EmqError:
+        return {}
+    return _decided(names, results, sweeper)
+
+
+async def overview_reasons_async(mq: AsyncEchoMQ, names: list[str]) -> dict[str, why.Reason]:
+    if not names or not settings.EMQ_OVERVIEW_REASONS:
+        return {}
+    sweeper = await why.read_sweeper_async(mq)
+    try:
+        results = await mq.run_many([why.queue_evidence(n) for n in names])
+    except EmqError:
+        return {}
+    return _decided(names, results, sweeper)
+
+
+def _decided(names: list[str], results: list[Any], sweeper: why.Sweeper) -> dict[str, why.Reason]:
+    return {name: (why.decide_queue(result, sweeper).top if isinstance(result, dict) else why.unknown(result).top)
+            for name, result in zip(names, results)}
+
+
+def with_reasons(rows: list[QueueRow], reasons: dict[str, why.Reason]) -> list[QueueRow]:
+    return _attach(rows, reasons) if reasons else rows

@@ -25,10 +25,11 @@ from . import reads
 from .client import EchoMQ
 from .errors import EmqError
 from .reads import QueueStats
+from .why import census_severity
 
 # Each sort and the order it starts in: the worst first where a number says how bad things are.
 SORTS: Final = {"name": "asc", "failed": "desc", "due": "desc", "delayed": "desc", "active": "desc", "done": "desc",
-                 "oldest": "desc", "lapsed": "desc"}
+                 "oldest": "desc", "lapsed": "desc", "reason": "desc"}
 # The filter's mark for "names that start with" (else: names that contain, case-blind).
 PREFIX_MARK: Final = "^"
 # How long a count sort may be reused while only counts changed (the page says its order is a snapshot).
@@ -47,6 +48,8 @@ def _sort_key(sort: str) -> Callable[[QueueStats], Any]:
         return lambda s: s.counts[sort]
     if sort == "lapsed":
         return lambda s: s.lapsed
+    if sort == "reason":
+        return census_severity
     if sort == "oldest":
         # The oldest due job waits longest: a smaller score is an older one. No due job: waits 0.
         return lambda s: -s.oldest_due_ms if s.oldest_due_ms is not None else float("-inf")

@@ -29,6 +29,7 @@ from .visible import visible
 
 if TYPE_CHECKING:
     from .client import AsyncEchoMQ, EchoMQ
+    from .reads import QueueStats
 
 # The codes, most severe first: the overview sorts by this order, so queues that do not drain come first.
 QUEUE_CODES: Final = (
@@ -51,6 +52,19 @@ MISSED_BEATS: Final = 2
 ARRIVALS_ONGOING_MS: Final = 5_000
 # Python workers beat every third of their entry's life (PROTOCOL.md, "Workers").
 BEATS_PER_TTL: Final = 3
+
+
+def census_severity(stats: QueueStats) -> tuple[int, int]:
+    """What the census's counts alone say of a queue's reason, for the overview's "why" sort (worst first):
+    paused, then lapsed leases waiting, then due jobs by how long the oldest has waited, then the rest.
+    The exact reason (workers, rates, refusals) needs the why read, which costs what is on screen only."""
+    if stats.paused:
+        return (3, stats.due)
+    if stats.lapsed:
+        return (2, stats.lapsed)
+    if stats.due:
+        return (1, -(stats.oldest_due_ms or 0))
+    return (0, 0)
 
 
 def severity(code: str) -> int:

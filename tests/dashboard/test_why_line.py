@@ -76,3 +76,19 @@ async def test_the_why_line_says_unknown_while_redis_is_down(viewer_cookie: byte
             assert '<span class="figure unknown">unknown</span>' in message
     finally:
         server.cleanup()
+
+
+def test_the_overview_shows_each_rows_why_and_sorts_queues_that_do_not_drain_first(viewer_client: Client,
+                                                                                  console_mq: EchoMQ) -> None:
+    console_mq.enqueue("a-idle", "x", delay_ms=60_000)
+    console_mq.enqueue("b-due", "x")
+    console_mq.enqueue("c-paused", "x")
+    console_mq.pause("c-paused", reason="deploy")
+    viewer_client.get("/")  # the census reads the registry
+
+    html = viewer_client.get("/?sort=reason").content.decode()
+
+    order = [html.index(f">{name}</a>") for name in ("c-paused", "b-due", "a-idle")]
+    assert order == sorted(order) and "sorted by why" in html
+    assert 'data-why-code="paused"' in html and 'data-why-code="no_live_worker"' in html
+    assert 'data-why-code="not_due"' in html

@@ -71,14 +71,14 @@ def _change_password(user: User) -> None:
 def held_search(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every search stops after its first step until the test ends: still running whenever the user goes."""
     gate = threading.Event()
-    steps = Search.steps
+    run_step = Search.run_step
 
-    def held(self: Search, mq: Any) -> Iterator[Any]:
-        for step in steps(self, mq):
-            yield step
-            gate.wait(60)
+    def held(self: Search, mq: Any) -> Any:
+        step = run_step(self, mq)
+        gate.wait(60)
+        return step
 
-    monkeypatch.setattr(Search, "steps", held)
+    monkeypatch.setattr(Search, "run_step", held)
     yield
     gate.set()
 

@@ -18,17 +18,20 @@ from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOr
 from dashboard.client_address import TrustedProxyClient  # noqa: E402
 from dashboard.daphne_requests import bound_daphne_requests  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.socket_caps import SocketCaps, UserSocketCaps  # noqa: E402
 from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 
 # Live pages: the session cookie says who is looking, and the Origin must be
-# one that Django's CSRF check trusts. No channel layer: each process's
+# one that Django's CSRF check trusts; a session, a user and the process hold a
+# bounded number of sockets (dashboard.socket_caps). No channel layer: each process's
 # follower feeds its own pages. Request bodies are bounded before Django reads
 # them (under daphne, before daphne stores them). Under /api/ every refusal is JSON.
 bound_daphne_requests()
 # The client's address is settled first (EMQ_TRUSTED_PROXY_HOPS), for everything below.
 application = ApiJsonAnswers(LoopbackOnlyWhileDebug(TrustedProxyClient(ProtocolTypeRouter({
     "http": BodyLimit(django_asgi_app),
-    "websocket": WebsocketOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": WebsocketOriginValidator(SocketCaps(AuthMiddlewareStack(UserSocketCaps(
+        URLRouter(websocket_urlpatterns))))),
 }))))
 
 # Every server process offers to sweep lapsed leases; the sweeper lock lets one

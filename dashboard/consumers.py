@@ -104,6 +104,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
     subscription: Subscription | None = None
     pusher: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None
+    # What the page said is rendered by this task, at the page's pace (see _render_heard).
+    hearing: asyncio.Task[None] | None = None
+    heard_again: bool = False
+    next_heard_at: float = 0.0
     # What a page may say on this socket, by its key (the permission test wants an entry for each).
     MESSAGE_TYPES: tuple[str, ...] = ()
 
@@ -129,6 +133,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self.watcher.cancel()
         if self.pusher is not None:
             self.pusher.cancel()
+        if self.hearing is not None:
+            self.hearing.cancel()
         if self.subscription is not None:
             self.subscription.close()
 
@@ -140,7 +146,32 @@ class LiveConsumer(AsyncWebsocketConsumer):
             return
         page = getattr(self, "page", None)
         if page is not None and isinstance(message, dict) and page.hear(message):
-            await self._send_all(await self._safely(self.page.full(self.follower)))
+            self._render_heard()
+
+    def _render_heard(self) -> None:
+        """Renders what the page said at the page's pace: at most one render every MIN_INTERVAL_S (longer when
+        rendering is slow), however fast messages arrive; the page as it stands after the last one is what is
+        rendered, so nothing said is lost, only coalesced."""
+        if self.hearing is not None and not self.hearing.done():
+            self.heard_again = True
+            return
+        self.hearing = asyncio.create_task(self._render_heard_paced())
+
+    async def _render_heard_paced(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(max(0.0, self.next_heard_at - time.monotonic()))
+                self.heard_again = False
+                started = time.monotonic()
+                await self._send_all(await self._safely(self.page.full(self.follower)))
+                self.next_heard_at = time.monotonic() + max(MIN_INTERVAL_S, (time.monotonic() - started) * 4)
+                if not self.heard_again:
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("a live page failed")
+            await self.close(code=1011)
 
     async def _push(self) -> None:
         assert self.subscription is not None

@@ -114,8 +114,15 @@ EMQ_SEARCH_STEP_ENTRIES = int(os.environ.get("EMQ_SEARCH_STEP_ENTRIES", "2000"))
 # pause after each step in proportion to its cost), and one search stops after EMQ_SEARCH_REDIS_S of Redis time.
 EMQ_SEARCH_PER_USER = int(_number("EMQ_SEARCH_PER_USER", 2, minimum=1))
 EMQ_SEARCH_PER_PROCESS = int(_number("EMQ_SEARCH_PER_PROCESS", 4, minimum=1))
-EMQ_SEARCH_DUTY = _number("EMQ_SEARCH_DUTY", 0.25, minimum=0.01)
+EMQ_SEARCH_DUTY = min(_number("EMQ_SEARCH_DUTY", 0.25, minimum=0.01), 1.0)
 EMQ_SEARCH_REDIS_S = _number("EMQ_SEARCH_REDIS_S", 10.0, minimum=0.01)
+# Open WebSockets (live pages, searches, bulk runs): at most EMQ_SOCKETS_PER_USER per session and per user, and
+# EMQ_SOCKETS_PER_PROCESS per console process; one more is closed with 4429, which the page explains.
+EMQ_SOCKETS_PER_USER = int(_number("EMQ_SOCKETS_PER_USER", 20, minimum=1))
+EMQ_SOCKETS_PER_PROCESS = int(_number("EMQ_SOCKETS_PER_PROCESS", 300, minimum=1))
+# A bulk run without progress for this long is marked abandoned (its console process stopped): its pages stop
+# following it and a cancel says there is nothing left to cancel. Every console process sweeps for them.
+EMQ_RUN_ABANDONED_MINUTES = _number("EMQ_RUN_ABANDONED_MINUTES", 5, minimum=0.01)
 
 INSTALLED_APPS = [
     "daphne",

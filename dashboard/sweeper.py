@@ -4,7 +4,9 @@ Every server process offers to sweep (see :mod:`dashboard.asgi`); the lock in
 :mod:`queues.sweeper` lets one of them at a time. The sweeping process also
 runs queue discovery (:mod:`queues.discovery`) at ``EMQ_DISCOVERY_SCANS_PER_S``. Redis may be down when the
 console starts: the sweeper is then started by a background thread that keeps
-trying, so the console serves its pages (with a banner) meanwhile.
+trying, so the console serves its pages (with a banner) meanwhile. Each
+process also sweeps the audit log for bulk runs whose process died
+(:func:`dashboard.actions.runner.abandoned_sweep`), at the same interval.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 
+from dashboard.actions.runner import abandoned_sweep_forever
 from queues import EmqError
 from queues.client import default_actor
 from queues.locks import LockHolder, Redlock
@@ -30,6 +33,7 @@ RETRY_S = 1.0
 _state_lock = threading.Lock()
 _sweeper: Sweeper | None = None
 _starter: threading.Thread | None = None
+_runs_sweep: threading.Thread | None = None
 _stop = threading.Event()
 _readers: dict[tuple[str, tuple[str, ...]], Redlock] = {}
 
@@ -72,7 +76,7 @@ def sweeper_start(*, url: str | None = None, lock_urls: Sequence[str] | None = N
 
     Returns the thread that starts it, which retries every ``retry_s`` while Redis cannot be reached.
     """
-    global _starter
+    global _starter, _runs_sweep
     interval = float(settings.EMQ_SWEEPER_INTERVAL_S if interval_s is None else interval_s)
     if interval <= 0:
         return None
@@ -80,6 +84,10 @@ def sweeper_start(*, url: str | None = None, lock_urls: Sequence[str] | None = N
         if _starter is not None and (_starter.is_alive() or _sweeper is not None):
             return _starter
         _stop.clear()
+        if _runs_sweep is None or not _runs_sweep.is_alive():
+            _runs_sweep = threading.Thread(target=abandoned_sweep_forever, args=(_stop, interval),
+                                           name="emq-abandoned-runs", daemon=True)
+            _runs_sweep.start()
         options = {"url": url or str(settings.EMQ_REDIS_URL), "lock_urls": _lock_urls(lock_urls),
                    "interval_s": interval, "holder": holder or holder_name(),
                    "discovery_scans_per_s": float(settings.EMQ_DISCOVERY_SCANS_PER_S),

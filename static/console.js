@@ -82,6 +82,7 @@
     const code = e.detail && e.detail.event ? e.detail.event.code : 0;
     if (code === 4401) liveStatus("Your session has ended: reload the page to log in again.");
     else if (code === 4403) liveStatus("Your account no longer has a console role: ask an admin for one.");
+    else if (code === 4429) liveStatus("Too many live pages are open for you on this console: close some, then reload this one.");
     else if (code >= 4000) liveStatus("This page cannot be followed live (" + code + "): reload it.");
     else liveStatus("Live updates are disconnected from the console; reconnecting…");
   });

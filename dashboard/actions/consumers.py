@@ -26,6 +26,8 @@ from . import access, services
 from .models import AuditEntry
 
 PUSH_EVERY_S: Final = 0.25
+# A run without progress for a minute most likely lost its process: looked at this rarely until the sweep marks it.
+STALLED_PUSH_EVERY_S: Final = 5.0
 
 
 class RunConsumer(AsyncWebsocketConsumer):
@@ -80,20 +82,22 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=render_to_string("dashboard/actions/run_note.html",
                                                    {"entry_id": self.entry_id, "text": text}))
 
-    def _render(self) -> tuple[str, bool]:
+    def _render(self) -> tuple[str, bool, bool]:
         entry = AuditEntry.objects.get(pk=self.entry_id)
         html = render_to_string("dashboard/actions/run_progress.html", {
             "entry": entry, "oob": True, "can_cancel": access.entry_refusal(self.scope["user"], entry.queues) is None})
-        return html, entry.is_running
+        return html, entry.is_running, entry.is_stalled
 
     async def _push(self) -> None:
+        """Follows the run until it ends (or the sweep marks it abandoned), then closes: a run that ended polls
+        nothing."""
         last = ""
         running = True
         while running:
-            html, running = await database_sync_to_async(self._render)()
+            html, running, stalled = await database_sync_to_async(self._render)()
             if html != last:
                 await self.send(text_data=html)
                 last = html
             if running:
-                await asyncio.sleep(PUSH_EVERY_S)
+                await asyncio.sleep(STALLED_PUSH_EVERY_S if stalled else PUSH_EVERY_S)
         await self.close(code=1000)

@@ -3,6 +3,10 @@
 Progress goes to the run's audit row (at most every PROGRESS_EVERY_S), so any
 console process can show it and any process can ask it to stop: the runner
 checks for a cancel request between steps, each of which is one bounded call.
+A run whose process died writes nothing more: after ``EMQ_RUN_ABANDONED_MINUTES``
+without progress the sweep (:func:`abandoned_sweep`, run by every console
+process) marks its row as abandoned, so its pages stop following it and a
+cancel answers that there is nothing left to cancel.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Final
 
+from django.conf import settings
 from django.db import close_old_connections, connection
+from django.db.models import Q
 from django.utils import timezone
 
 from queues import EmqError
@@ -57,10 +64,42 @@ def wait(entry_id: int, timeout: float | None = None) -> bool:
     return not thread.is_alive()
 
 
-def _save(entry_id: int, tally: Tally, **fields: object) -> None:
-    AuditEntry.objects.filter(pk=entry_id).update(
+def _save(entry_id: int, tally: Tally, **fields: object) -> int:
+    """Writes the run's progress (and its end) while its row says it runs; 0 once the sweep marked it abandoned."""
+    return AuditEntry.objects.filter(pk=entry_id, outcome=AuditEntry.Outcome.RUNNING).update(
         moved=tally.moved, skipped=tally.skipped, missing=tally.missing, errors=tally.errors,
         outcomes=tally.outcomes, updated_at=timezone.now(), **fields)
+
+
+ABANDONED_PREFIX: Final = "abandoned: "
+
+
+def abandoned_text(minutes: float) -> str:
+    return (f"{ABANDONED_PREFIX}no progress for {minutes:g} minutes: the console process that ran it stopped; "
+            "what it moved before is counted")
+
+
+def abandoned_sweep() -> int:
+    """Marks the running rows without progress for ``EMQ_RUN_ABANDONED_MINUTES`` (none of this process's live
+    runs) as abandoned; returns how many. Any process may run it: the update is conditional, so two agree."""
+    minutes = float(settings.EMQ_RUN_ABANDONED_MINUTES)
+    cutoff = timezone.now() - timedelta(minutes=minutes)
+    with _lock:
+        ours = [pk for pk, thread in _threads.items() if thread.is_alive()]
+    stale = AuditEntry.objects.filter(outcome=AuditEntry.Outcome.RUNNING).filter(
+        Q(updated_at__lt=cutoff) | Q(updated_at__isnull=True, created_at__lt=cutoff)).exclude(pk__in=ours)
+    return stale.update(outcome=AuditEntry.Outcome.ERROR, finished_at=timezone.now(), result=abandoned_text(minutes))
+
+
+def abandoned_sweep_forever(stop: threading.Event, interval_s: float) -> None:
+    """The sweep every ``interval_s`` until ``stop`` is set (a console process's daemon thread)."""
+    while not stop.wait(interval_s):
+        try:
+            abandoned_sweep()
+        except Exception:
+            log.exception("the sweep of abandoned runs failed")
+        finally:
+            close_old_connections()
 
 
 def _run(entry_id: int, steps: Iterator[Tally], stop: threading.Event) -> None:
@@ -80,7 +119,9 @@ def _run(entry_id: int, steps: Iterator[Tally], stop: threading.Event) -> None:
             return True
         if time.monotonic() - checked_at >= PROGRESS_EVERY_S:
             checked_at = time.monotonic()
-            if AuditEntry.objects.filter(pk=entry_id).exclude(cancel_requested_by="").exists():
+            # Cancelled from any process, or marked abandoned while this one was stalled: either way, stop.
+            if not AuditEntry.objects.filter(pk=entry_id, outcome=AuditEntry.Outcome.RUNNING,
+                                             cancel_requested_by="").exists():
                 stop.set()
         return stop.is_set()
 

@@ -158,8 +158,11 @@ def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
     reason = access.entry_refusal(user, entry.queues)
     if reason is not None:
         raise PermissionDenied(reason)
-    if entry.is_running:
-        AuditEntry.objects.filter(pk=entry_id, cancel_requested_by="").update(cancel_requested_by=user.get_username())
-        runner.request_stop(entry_id)
-        entry.refresh_from_db()
+    if not entry.is_running:
+        # Ended, or marked abandoned by the sweep (its process died): said, rather than a cancel that does nothing.
+        raise InvalidInput(f"run {entry_id} is not running ({entry.get_outcome_display()}"
+                           + (f": {entry.result}" if entry.result else "") + "): there is nothing to cancel")
+    AuditEntry.objects.filter(pk=entry_id, cancel_requested_by="").update(cancel_requested_by=user.get_username())
+    runner.request_stop(entry_id)
+    entry.refresh_from_db()
     return entry

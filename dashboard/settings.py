@@ -190,6 +190,9 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A transaction that reads and then writes (the audit log folding a refusal into its row) takes the write
+    # lock first and waits for it, instead of failing with "database is locked" when another thread writes.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
     # Channels' live-server tests run daphne in another process: it needs a file.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test-db.sqlite3")
 

@@ -1,17 +1,31 @@
-"""Rows for what was refused: bounded to what validates, whatever the request held."""
+"""Rows for what was refused: bounded to what validates, whatever the request held, and folded when repeated.
+
+A refusal is a row, but the log cannot be flooded by pressing (or posting)
+again and again: the same refusal of the same user (action, queue, scope and
+reason) within FOLD_WINDOW is counted on the row already written
+(``parameters["repeats"]``), and once a user has REFUSALS_PER_WINDOW refused
+rows within the window, every further refusal of theirs is counted on the
+latest one. Refused logins fold the same way, per address. So a user adds at
+most REFUSALS_PER_WINDOW small rows a minute, however fast they post.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Final
 
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from queues import InvalidInput, validate_job_id, validate_queue_name
 
-from .models import AuditEntry, audit_actions
+from .models import AuditEntry, audit_actions, bounded
 
 # A refused selection keeps this many of its ticked jobs (and how many there were).
-FORBIDDEN_JOBS_KEPT: Final = 100
+FORBIDDEN_JOBS_KEPT: Final = 5
+FOLD_WINDOW: Final = timedelta(minutes=1)
+REFUSALS_PER_WINDOW: Final = 10
 
 
 def record_refused(*, user: Any, data: Any, result: str, run_id: int | None = None) -> AuditEntry | None:
@@ -37,10 +51,29 @@ def record_refused(*, user: Any, data: Any, result: str, run_id: int | None = No
         action = _known_action(data.get("move") or data.get("action") or "")
         queue = _valid_queue(data.get("q", ""))
         scope, jobs, parameters = _refused_jobs(data)
+    return _fold_or_create(Q(user=user), {
+        "user": user, "username": user.get_username(), "queue": queue, "action": action, "scope": scope,
+        "jobs": jobs, "parameters": parameters, "result": result}, same=("queue", "action", "scope", "result"))
+
+
+def _fold_or_create(who: Q, fields: dict[str, Any], *, same: tuple[str, ...]) -> AuditEntry:
+    """One more refusal by ``who``: counted on the row of the same refusal within FOLD_WINDOW, or on their
+    latest row once they have REFUSALS_PER_WINDOW rows in it; otherwise a new row."""
     now = timezone.now()
-    return AuditEntry.objects.create(
-        user=user, username=user.get_username(), queue=queue, action=action, scope=scope, jobs=jobs,
-        parameters=parameters, outcome=AuditEntry.Outcome.REFUSED, result=result, finished_at=now, updated_at=now)
+    fields = {**fields, "result": bounded(fields["result"])}
+    with transaction.atomic():
+        recent = AuditEntry.objects.filter(who, outcome=AuditEntry.Outcome.REFUSED, created_at__gte=now - FOLD_WINDOW)
+        row = recent.filter(**{name: fields[name] for name in same}).select_for_update().order_by("-id").first()
+        if row is None and recent.count() >= REFUSALS_PER_WINDOW:
+            row = recent.select_for_update().order_by("-id").first()
+        if row is None:
+            return AuditEntry.objects.create(**fields, outcome=AuditEntry.Outcome.REFUSED, finished_at=now,
+                                             updated_at=now)
+        parameters = dict(row.parameters) if isinstance(row.parameters, dict) else {}
+        parameters["repeats"] = int(parameters.get("repeats") or 0) + 1
+        row.parameters, row.finished_at, row.updated_at = parameters, now, now
+        row.save(update_fields=["parameters", "finished_at", "updated_at"])
+        return row
 
 
 
@@ -91,11 +124,10 @@ def record_lockout(sender: object, *, request: Any = None, username: str | None 
     from django.conf import settings
 
     minutes = settings.AXES_COOLOFF_TIME.total_seconds() / 60
-    now = timezone.now()
-    return AuditEntry.objects.create(
-        username=(username or "")[:150], queue="", action=AuditEntry.Action.LOGIN, scope=AuditEntry.Scope.ACCOUNT,
-        parameters={"address": str(ip_address or "")[:64]}, outcome=AuditEntry.Outcome.REFUSED,
-        result=(f"locked out: {settings.AXES_FAILURE_LIMIT} failed logins for this user name from "
-                f"{ip_address or 'this address'}, or for any names from it; logins are refused until {minutes:g} minutes "
-                "pass without one"),
-        finished_at=now, updated_at=now)
+    address = str(ip_address or "")[:64]
+    return _fold_or_create(Q(action=AuditEntry.Action.LOGIN, parameters__address=address), {
+        "username": (username or "")[:150], "queue": "", "action": AuditEntry.Action.LOGIN,
+        "scope": AuditEntry.Scope.ACCOUNT, "jobs": [], "parameters": {"address": address},
+        "result": (f"locked out: {settings.AXES_FAILURE_LIMIT} failed logins for this user name from "
+                   f"{ip_address or 'this address'}, or for any names from it; logins are refused until "
+                   f"{minutes:g} minutes pass without one")}, same=("username", "result"))

@@ -35,7 +35,7 @@ from queues.failures import groups
 from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
-from .bulk import QUEUE_ACTIONS, SELECTION_MOVES, Selected
+from .bulk import MAX_SELECTION, QUEUE_ACTIONS, SELECTION_MOVES, Selected
 from .confirmations import (
     MAX_AGE_S,
     ConfirmationRefused,
@@ -76,6 +76,12 @@ def operators_only(view: View) -> View:
                 response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': request.headers.get('HX-Current-URL', '/')})}"
                 return response
             return redirect_to_login(request.get_full_path())
+        ticked = len(request.POST.getlist("job")) if request.method == "POST" else 0
+        if ticked > MAX_SELECTION:
+            # Refused for its size before anything else, so no row records it: nobody acts on this many at once.
+            return _page_or_fragment(request, "dashboard/actions/result.html", {
+                "kind": "error", "text": f"not done: at most {MAX_SELECTION} jobs can be ticked at once, not {ticked}"},
+                status=400)
         reason = access.refusal(request.user)
         if reason is not None:
             return forbidden(request, reason)

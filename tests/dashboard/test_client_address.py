@@ -3,13 +3,9 @@ client wrote, for /metrics, the login throttle and the audit alike."""
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
-import re
 import sqlite3
 import tempfile
-import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +14,7 @@ import pytest
 
 from dashboard.client_address import forwarded_client
 from tests.support.daphne import console_env, manage, start_daphne, stop_daphne
+from tests.support.http_login import answer, form_log_in, plain_opener
 from tests.support.redis_servers import RedisServer
 
 REAL = "203.0.113.5"  # the client, as the one trusted proxy saw it
@@ -53,40 +50,18 @@ def behind_one_proxy(redis_server: RedisServer) -> Iterator[tuple[str, Path]]:
         stop_daphne(daphne)
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-def _status(opener: urllib.request.OpenerDirector, request: urllib.request.Request) -> tuple[int, str]:
-    try:
-        with opener.open(request, timeout=30) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
 def _log_in(url: str, password: str, forwarded: str) -> int:
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
-    _, form = _status(opener, urllib.request.Request(url + "login/", headers={"X-Forwarded-For": forwarded}))
-    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-    assert match, form[:300]
-    body = urllib.parse.urlencode({"username": "vera", "password": password,
-                                   "csrfmiddlewaretoken": match.group(1)}).encode()
-    status, _ = _status(opener, urllib.request.Request(url + "login/", body, headers={
-        "X-Forwarded-For": forwarded, "Referer": url + "login/"}))
-    return status
+    return form_log_in(url, "vera", password, {"X-Forwarded-For": forwarded}).status
 
 
 def test_a_spoofed_x_forwarded_for_behind_one_trusted_hop_reaches_neither_metrics_nor_the_throttle_nor_the_audit(
         behind_one_proxy: tuple[str, Path]) -> None:
     url, workdir = behind_one_proxy
-    opener = urllib.request.build_opener(_NoRedirect)
+    opener = plain_opener()
 
-    spoofed, _ = _status(opener, urllib.request.Request(url + "metrics", headers={
+    spoofed, _ = answer(opener, urllib.request.Request(url + "metrics", headers={
         "X-Forwarded-For": f"{SPOOFED}, {REAL}"}))
-    really_there, _ = _status(opener, urllib.request.Request(url + "metrics", headers={
+    really_there, _ = answer(opener, urllib.request.Request(url + "metrics", headers={
         "X-Forwarded-For": f"{REAL}, {SPOOFED}"}))
     # The client writes a new address before each try; the proxy appends the one it saw, always the same.
     failures = [_log_in(url, f"wrong-{n}", f"198.51.100.{n}, {REAL}") for n in range(11)]

@@ -1,0 +1,46 @@
+"""The why line as a person sees it: at the top of the queue page, following a pause live, and "unknown" (never
+a made-up answer) while Redis does not answer."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from queues import EchoMQ
+from tests.browser.conftest import Console, wait_until_live
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_why_line_is_the_first_thing_on_the_queue_page_and_follows_a_pause(page: Page, console: Console,
+                                                                              mq: EchoMQ) -> None:
+    console.cli("enqueue", "why-mail", '{"n": 1}')
+    page.goto(console.url + "queue/?q=why-mail")
+    line = page.locator("#why-line")
+    expect(line).to_be_visible()
+    expect(line.locator(".why-code").first).to_have_text("no_live_worker")
+    assert page.evaluate("() => { const why = document.getElementById('why-line'); const rest = document.querySelector("
+                         "'main section:not(#why-line)'); return !!rest && why.compareDocumentPosition(rest) === "
+                         "Node.DOCUMENT_POSITION_FOLLOWING; }")
+    wait_until_live(page)
+
+    console.cli("pause", "why-mail", "--reason", "db migration")
+
+    expect(line.locator(".why-code").first).to_have_text("paused", timeout=15_000)
+    expect(line).to_contain_text("db migration")
+    mq.resume("why-mail")
+
+
+def test_the_why_line_says_unknown_while_redis_is_paused(page: Page, console: Console, mq: EchoMQ) -> None:
+    console.cli("enqueue", "why-paused", '{"n": 1}', "--id", "j")
+    page.goto(console.url + "job/?q=why-paused&id=j")
+    line = page.locator("#why-line")
+    expect(line.locator(".why-code").first).to_have_text("no_live_worker")
+    wait_until_live(page)
+
+    # Every client waits 12 s (the pause ends by itself: an UNPAUSE would wait behind it too); the console's reads
+    # time out after 2 s meanwhile.
+    mq.redis.execute_command("CLIENT", "PAUSE", 12_000, "ALL")
+    expect(line.locator(".why-code").first).to_have_text("unknown", timeout=11_000)
+    expect(line.locator(".figure.unknown")).to_be_visible()
+    expect(line.locator(".why-code").first).to_have_text("no_live_worker", timeout=30_000)

@@ -41,8 +41,6 @@ MOVES: Final = (
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram")
-# The sweeper's scripts on the lease index (one key outside every queue's slot; see queues/lease_index.py).
-LEASE_INDEX_SCRIPTS: Final = ("lease_index_take", "lease_index_settle")
 # Latency objectives, in one key outside every queue's slot (see queues/slo.py).
 SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 
@@ -69,7 +67,8 @@ def lua_dirs(package: str) -> tuple[Path, ...]:
     return (Path(next(iter(spec.submodule_search_locations))) / "lua", LUA_DIR)
 
 
-def _expand(name: str, dirs: tuple[Path, ...], seen: tuple[str, ...] = ()) -> str:
+def expand(name: str, dirs: tuple[Path, ...], seen: tuple[str, ...] = ()) -> str:
+    """The file ``name`` of the first of ``dirs`` that holds it, its includes replaced (recursively)."""
     if name in seen:
         raise ValueError(f"include cycle: {' -> '.join(seen + (name,))}")
     path = next((d / name for d in dirs if (d / name).is_file()), dirs[0] / name)
@@ -77,7 +76,7 @@ def _expand(name: str, dirs: tuple[Path, ...], seen: tuple[str, ...] = ()) -> st
     if seen and text.startswith("#!"):
         raise ValueError(f"{name} is included by {seen[-1]} but starts with a shebang, which only a script's "
                          "first line may hold")
-    return _INCLUDE.sub(lambda m: _expand(m.group(1), dirs, seen + (name,)).rstrip("\n"), text)
+    return _INCLUDE.sub(lambda m: expand(m.group(1), dirs, seen + (name,)).rstrip("\n"), text)
 
 
 @cache
@@ -87,7 +86,7 @@ def script(name: str) -> Script:
     if parts is None:
         raise ValueError(f"{name!r} is not a script name (NAME or PACKAGE:NAME)")
     package, stem = parts.group(1) or "", parts.group(2)
-    source = _expand(f"{stem}.lua", lua_dirs(package))
+    source = expand(f"{stem}.lua", lua_dirs(package))
     if not _SHEBANG.match(source):
         raise ValueError(f"{stem}.lua must start with a shebang line such as '#!lua' or '#!lua flags=no-writes'")
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())

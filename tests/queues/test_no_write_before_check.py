@@ -299,10 +299,11 @@ def aimed(name: str, argv: list[Any], states_of: dict[str, str], data: st.DataOb
 
 
 def assert_nothing_happened_changed_nothing(client: redis.Redis, name: str, source: str, *,
-                                            max_examples: int = 120) -> None:
+                                            derandomize: bool = False) -> None:
     """The property, for the script ``name`` sent as ``source`` (a copy may be planted with a fault)."""
 
-    @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+              derandomize=derandomize)
     @given(world=worlds, argv=argv_for(name), data=st.data())
     def check(world: tuple[list[tuple[str, str, Any]], dict[str, str]], argv: list[Any], data: st.DataObject) -> None:
         entries, states_of = world
@@ -342,5 +343,6 @@ def test_the_property_catches_a_script_that_errors_after_writing(mq: EchoMQ, tmp
     (tmp_path / "promote.lua").write_text(planted.replace("emit(KEYS[5], 'promote'", "emit(KEYS[5], 'rerun'"))
     source = expand("promote.lua", (tmp_path,))
 
+    # With the same 120 examples as every script gets, from a fixed seed, so that this never flickers.
     with pytest.raises(AssertionError, match="promote wrote, then errored: .*rerun"):
-        assert_nothing_happened_changed_nothing(mq.redis, "promote", source)  # type: ignore[arg-type]
+        assert_nothing_happened_changed_nothing(mq.redis, "promote", source, derandomize=True)  # type: ignore[arg-type]

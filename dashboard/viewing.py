@@ -14,9 +14,10 @@ from functools import wraps
 from typing import Any, Final
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
+from .http import HtmxHttpRequest
 from .roles import can_view
 
 View = Callable[..., HttpResponse]
@@ -25,9 +26,9 @@ NO_ROLE_REFUSAL: Final = ("Your account has no console role: it may see no queue
                           "Ask an admin for the viewers or the operators role.")
 
 
-def no_role_answer(request: HttpRequest) -> HttpResponse:
+def no_role_answer(request: HtmxHttpRequest) -> HttpResponse:
     """The 403 a signed-in account without the view permission gets, as a page or as the fragment htmx swaps in."""
-    template = "dashboard/_no_role.html" if getattr(request, "htmx", False) else "dashboard/no_role.html"
+    template = "dashboard/_no_role.html" if request.htmx else "dashboard/no_role.html"
     return render(request, template, {"reason": NO_ROLE_REFUSAL, "now_ms": 0}, status=403)
 
 
@@ -35,7 +36,7 @@ def viewers_only(view: View) -> View:
     """Anonymous: to the login page (as ``login_required``). Signed in without the view permission: a 403."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if not can_view(request.user):

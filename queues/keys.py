@@ -152,7 +152,7 @@ class QueueKeys:
         return glob_escape(self.prefix) + "job:*"
 
     def own(self, name: str) -> str:
-        """A key in the queue's slot for a caller's own script (see :func:`queues.scripts.script_from`),
+        """A key in the queue's slot for a caller's own script (see :func:`queues.scripts.script` and ``PACKAGE:NAME``),
         under a name the protocol does not use, so a script of another package may write it in the
         same atomic step as a move."""
         if not isinstance(name, str) or not _OWN_KEY_NAME.fullmatch(name) or name in _PROTOCOL_NAMES:

@@ -55,8 +55,3 @@ def translate(error: BaseException, doing: str) -> BaseException:
     if isinstance(error, redis.exceptions.RedisError):
         return EmqError(f"redis answered an error during {doing}: {error}")
     return error
-
-
-def is_unreachable(error: BaseException) -> bool:
-    """Whether ``error`` says Redis could not be asked (or answered too late): redis-py's, or :class:`Unavailable`."""
-    return isinstance(error, (*UNREACHABLE, Unavailable))

@@ -7,8 +7,8 @@ client between two steps, and a search can stop between any two. Nothing
 here reads a whole set or a whole payload into Python.
 
 The engine is sans-IO: :class:`Search` builds each step's :class:`~queues.moves.Call`
-and folds its reply in, so the sync client (:func:`search`), the asyncio client
-(:func:`search_async`), the CLI, the console and any API drive the same code.
+and folds its reply in, so :func:`search`, the console's live search, the CLI and the API
+drive the same code.
 """
 
 from __future__ import annotations
@@ -545,7 +545,7 @@ class Step:
 
 @dataclass
 class Search:
-    """A search over ``queues`` (one or many), step by step; drive it with :func:`search` or :func:`search_async`.
+    """A search over ``queues`` (one or many), step by step; drive it with :func:`search`, or send its steps yourself.
 
     A job is reported once, however many times workers move it out of the
     set and back in while the search runs; what it matched with (state,

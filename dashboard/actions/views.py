@@ -13,12 +13,13 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.http import HtmxHttpRequest
 from dashboard.search.budget import SLOTS, console_limits, process_pacer
 from dashboard.search.requests import (
     SearchRequest,
@@ -51,14 +52,14 @@ View = Callable[..., HttpResponse]
 AUDIT_PAGE_SIZE = 50
 
 
-def _page_or_fragment(request: HttpRequest, fragment: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+def _page_or_fragment(request: HtmxHttpRequest, fragment: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
     """htmx gets the fragment to put in place; a plain form post gets a page around it."""
-    if getattr(request, "htmx", False):
+    if request.htmx:
         return render(request, fragment, context, status=status)
     return render(request, "dashboard/actions/page.html", {**context, "fragment": fragment}, status=status)
 
 
-def forbidden(request: HttpRequest, reason: str) -> HttpResponse:
+def forbidden(request: HtmxHttpRequest, reason: str) -> HttpResponse:
     if request.method == "POST":
         run_id = request.resolver_match.kwargs.get("pk") if request.resolver_match else None
         services.record_forbidden(user=request.user, data=request.POST, reason=reason, run_id=run_id)
@@ -69,9 +70,9 @@ def operators_only(view: View) -> View:
     """Anonymous: to the login page. Signed in without the right to act: a readable 403."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
-            if getattr(request, "htmx", False):
+            if request.htmx:
                 response = HttpResponse(status=401)
                 response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': request.headers.get('HX-Current-URL', '/')})}"
                 return response
@@ -109,13 +110,13 @@ def _ms(text: str, what: str) -> int:
     return int(text)
 
 
-def _started(request: HttpRequest, entry: AuditEntry) -> HttpResponse:
-    if getattr(request, "htmx", False):
+def _started(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
+    if request.htmx:
         return render(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": True})
     return HttpResponseRedirect(reverse("action_run", args=[entry.pk]))
 
 
-def _back_url(request: HttpRequest, queue: str) -> str:
+def _back_url(request: HtmxHttpRequest, queue: str) -> str:
     """Where "Keep it" goes without JavaScript: the page the operator came from, or the queue."""
     for candidate in (request.headers.get("HX-Current-URL", ""), request.headers.get("Referer", "")):
         if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}):
@@ -123,7 +124,7 @@ def _back_url(request: HttpRequest, queue: str) -> str:
     return f"{reverse('queue')}?{urlencode({'q': queue})}"
 
 
-def _ask(request: HttpRequest, asked: Preview, proposal: Proposal, fields: list[tuple[str, str]],
+def _ask(request: HtmxHttpRequest, asked: Preview, proposal: Proposal, fields: list[tuple[str, str]],
          target: str) -> HttpResponse:
     """The confirmation step: what the action does now, and a token bound to that count."""
     context = {"preview": asked, "fields": fields, "target": target, "post_url": request.path,
@@ -133,7 +134,7 @@ def _ask(request: HttpRequest, asked: Preview, proposal: Proposal, fields: list[
     return _page_or_fragment(request, "dashboard/actions/confirm.html", context)
 
 
-def _confirmed(request: HttpRequest, preview: Callable[[], Preview], proposal: Proposal,
+def _confirmed(request: HtmxHttpRequest, preview: Callable[[], Preview], proposal: Proposal,
                fields: list[tuple[str, str]], target: str) -> HttpResponse | Confirmed:
     """What a valid confirmation of ``proposal`` in the POST said (it is now spent); else the answer to send.
 
@@ -154,7 +155,7 @@ def _confirmed(request: HttpRequest, preview: Callable[[], Preview], proposal: P
 
 @require_POST
 @operators_only
-def job_action(request: HttpRequest) -> HttpResponse:
+def job_action(request: HtmxHttpRequest) -> HttpResponse:
     data = request.POST
     fields = {"queue": data.get("q", ""), "job_id": data.get("id", ""), "move": data.get("move", ""),
               "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
@@ -173,7 +174,7 @@ def job_action(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
-def queue_action(request: HttpRequest) -> HttpResponse:
+def queue_action(request: HtmxHttpRequest) -> HttpResponse:
     """Every queue-wide action asks first: its confirmation says how many jobs it touches now."""
     action, queue = request.POST.get("action", ""), request.POST.get("q", "")
     if action not in QUEUE_ACTIONS:
@@ -197,7 +198,7 @@ def queue_action(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
-def pause_action(request: HttpRequest) -> HttpResponse:
+def pause_action(request: HtmxHttpRequest) -> HttpResponse:
     """Pause or resume a queue: confirmed first (it stops or starts every worker of the queue), then one script."""
     move, queue = request.POST.get("action", ""), request.POST.get("q", "")
     reason = request.POST.get("reason", "").strip()[:1000] if move == "pause" else ""
@@ -214,7 +215,7 @@ def pause_action(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
-def selection_action(request: HttpRequest) -> HttpResponse:
+def selection_action(request: HtmxHttpRequest) -> HttpResponse:
     move, queue = request.POST.get("move", ""), request.POST.get("q", "")
     if move not in SELECTION_MOVES:
         raise InvalidInput(f"unknown action {move!r}")
@@ -234,7 +235,7 @@ def selection_action(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
-def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+def run_cancel(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     get_object_or_404(AuditEntry, pk=pk)
     entry = services.run_cancel(user=request.user, entry_id=pk)
     return _page_or_fragment(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": True})
@@ -242,7 +243,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @viewers_only
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     entry = get_object_or_404(AuditEntry, pk=pk)
     return _page_or_fragment(request, "dashboard/actions/run.html",
                              {"entry": entry, "can_cancel": access.entry_refusal(request.user, entry.queues) is None})
@@ -250,7 +251,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @viewers_only
-def audit_log(request: HttpRequest) -> HttpResponse:
+def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     filters = {name: request.GET.get(name, "").strip() for name in ("user", "queue", "action", "outcome")}
     entries = AuditEntry.objects.all()
     if filters["user"]:
@@ -270,7 +271,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }
-    if getattr(request, "htmx", False) and request.headers.get("HX-Target") == "audit-rows":
+    if request.htmx and request.headers.get("HX-Target") == "audit-rows":
         return render(request, "dashboard/actions/audit_rows.html", context)
     return render(request, "dashboard/actions/audit_log.html", context)
 
@@ -278,7 +279,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 SEARCH_COUNT_S: Final = 5.0
 
 
-def _search_count(request: HttpRequest, search: SearchRequest) -> tuple[int, str]:
+def _search_count(request: HtmxHttpRequest, search: SearchRequest) -> tuple[int, str]:
     """How many jobs the search matches: as the finished search signed it, or counted now (bounded in time)."""
     signed = count_from_token(request.POST.get("counted", ""), search, user_id=request.user.pk)
     if signed is not None:
@@ -302,7 +303,7 @@ def _search_count(request: HttpRequest, search: SearchRequest) -> tuple[int, str
 
 @require_POST
 @operators_only
-def search_action(request: HttpRequest) -> HttpResponse:
+def search_action(request: HtmxHttpRequest) -> HttpResponse:
     """Retry, cancel, promote or delete what a search of one queue finds; always asks first, with the count."""
     data = request.POST
     move = data.get("move", "")
@@ -339,7 +340,7 @@ def search_action(request: HttpRequest) -> HttpResponse:
     return _started(request, entry)
 
 
-def _search_many_action(request: HttpRequest) -> HttpResponse:
+def _search_many_action(request: HtmxHttpRequest) -> HttpResponse:
     """The same over a finished search of many queues: one confirmation for all of them, stating the query, the
     total and each queue's count; one run, one audit row; each queue moves at most what it matched."""
     data = request.POST
@@ -372,7 +373,7 @@ def _search_many_action(request: HttpRequest) -> HttpResponse:
     return _started(request, entry)
 
 
-def _search_many_count(request: HttpRequest, search: SearchRequest, queues: list[str]) -> tuple[dict[str, int], str]:
+def _search_many_count(request: HtmxHttpRequest, search: SearchRequest, queues: list[str]) -> tuple[dict[str, int], str]:
     """Each queue's count: as the finished search signed them, or counted now (bounded in time)."""
     signed = counts_from_token(request.POST.get("counted", ""), search, queues=queues, user_id=request.user.pk)
     if signed is not None:

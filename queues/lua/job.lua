@@ -51,7 +51,7 @@ if count <= 64 then
   names = redis.call('HKEYS', KEYS[6])
 else
   names = {'state', 'attempts', 'max_attempts', 'created_at', 'claim_id', 'worker', 'claimed_at',
-           'finished_at', 'last_error', 'preview', 'client_order_id'}
+           'finished_at', 'last_error', 'preview'}
 end
 -- The fields the moves no longer write, as the history and the sets tell
 -- them; they stand in for stored values, which may be stale.

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, create_operator, logged_in, wait_until_live
+from tests.support.browser import Console, create_operator, logged_in, wait_until_live
 from tests.support.jobs import done_jobs, failed_jobs
 from tests.support.keyspace import keyspace_dump
 

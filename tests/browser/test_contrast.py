@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, logged_in, wait_until_live
+from tests.support.browser import Console, logged_in, wait_until_live
 from tests.support.jobs import done_jobs, failed_jobs
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, wait_until_live
+from tests.support.browser import Console, wait_until_live
 from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.browser

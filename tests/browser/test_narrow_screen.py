@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from queues import EchoMQ
-from tests.browser.conftest import Console, logged_in
+from tests.support.browser import Console, logged_in
 from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.browser

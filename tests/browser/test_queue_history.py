@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues import EchoMQ
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 from tests.support.jobs import done_jobs, failed_jobs
 
 pytestmark = pytest.mark.browser

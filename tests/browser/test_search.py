@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues import EchoMQ, QueueKeys, moves
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 from tests.support.daphne import start_daphne, stop_daphne
 
 pytestmark = pytest.mark.browser

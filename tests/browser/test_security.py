@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import ROOT, Console
+from tests.support.browser import ROOT, Console
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console, logged_in
+from tests.support.browser import Console, logged_in
 from tests.support.daphne import start_daphne, stop_daphne
 from tests.support.jobs import failed_jobs
 

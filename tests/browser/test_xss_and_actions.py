@@ -11,7 +11,7 @@ from playwright.sync_api import Dialog, Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 
 pytestmark = pytest.mark.browser
 

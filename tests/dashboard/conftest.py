@@ -41,19 +41,11 @@ def viewer_client(viewer: User) -> Client:
     return client
 
 
-def htmx_get(client: Client, url: str, target: str) -> object:
-    return client.get(url, headers={"HX-Request": "true", "HX-Target": target})
-
-
 @pytest.fixture
 def operator_client(operator: User) -> Client:
     client = Client()
     client.force_login(operator)
     return client
-
-
-def htmx_post(client: Client, url: str, data: dict[str, object]) -> object:
-    return client.post(url, data, headers={"HX-Request": "true"})
 
 
 def session_cookie(user: User) -> bytes:

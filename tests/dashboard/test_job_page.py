@@ -6,7 +6,7 @@ from django.test import Client
 
 from queues import EchoMQ, QueueKeys
 from queues.foreign import write_foreign_job
-from tests.dashboard.conftest import htmx_get
+from tests.support.htmx import htmx_get
 
 
 def test_it_shows_core_and_optional_fields_and_the_fencing_token(viewer_client: Client, console_mq: EchoMQ) -> None:

@@ -12,7 +12,7 @@ from django.test import Client
 from dashboard.actions import runner
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ
-from tests.dashboard.conftest import htmx_post
+from tests.support.htmx import htmx_post
 
 
 class InlineCode(HTMLParser):

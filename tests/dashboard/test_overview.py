@@ -4,7 +4,7 @@ from django.test import Client
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
-from tests.dashboard.conftest import htmx_get
+from tests.support.htmx import htmx_get
 
 
 def test_it_lists_every_queue_with_its_counts_per_state(viewer_client: Client, console_mq: EchoMQ) -> None:

@@ -6,7 +6,7 @@ from django.test import Client
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
 from queues.foreign import write_foreign_job
-from tests.dashboard.conftest import htmx_get
+from tests.support.htmx import htmx_get
 
 
 def test_it_shows_a_tab_per_state_with_its_count(viewer_client: Client, console_mq: EchoMQ) -> None:

@@ -29,11 +29,11 @@ def eventually(call: Callable[[], T], timeout: float = 10.0) -> T:
 
 
 def node_id(server: RedisServer) -> str:
-    return server.client().execute_command("CLUSTER", "MYID").decode()
+    return str(server.client().execute_command("CLUSTER", "MYID").decode())
 
 
 def role(server: RedisServer) -> str:
-    return server.client(socket_timeout=1).execute_command("ROLE")[0].decode()
+    return str(server.client(socket_timeout=1).execute_command("ROLE")[0].decode())
 
 
 def _nodes(cluster: RedisClusterNodes) -> list[dict[str, object]]:

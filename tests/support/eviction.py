@@ -9,8 +9,8 @@ import redis
 
 
 @contextmanager
-def evicting(client: redis.Redis, policy: str = "allkeys-lru") -> Iterator[None]:
-    before = client.config_get("maxmemory-policy")["maxmemory-policy"]
+def evicting(client: redis.Redis | redis.RedisCluster, policy: str = "allkeys-lru") -> Iterator[None]:
+    before = str(client.config_get("maxmemory-policy")["maxmemory-policy"])
     client.config_set("maxmemory-policy", policy)
     try:
         yield

@@ -38,11 +38,11 @@ def wide_json(total_bytes: int) -> bytes:
     return json.dumps({"blob": "x" * total_bytes}).encode()
 
 
-def write_job(client: redis.Redis, queue: bytes, job_id: bytes, state: bytes | None, score: Any,
+def write_job(client: redis.Redis | redis.RedisCluster, queue: bytes, job_id: bytes, state: bytes | None, score: Any,
               fields: dict[bytes, bytes] | None = None, *, in_set: bytes | None = None) -> None:
     """A job's hash and its id in one set, written raw (no script checks anything)."""
     client.sadd(REGISTRY, queue)
-    hash_fields = {b"attempts": b"0", b"payload": b"{}", **({b"state": state} if state is not None else {}),
+    hash_fields: dict[Any, Any] = {b"attempts": b"0", b"payload": b"{}", **({b"state": state} if state is not None else {}),
                    **(fields or {})}
     client.hset(job_key(queue, job_id), mapping=hash_fields)
     client.zadd(prefix(queue) + (in_set or state or b"pending"), {job_id: score})

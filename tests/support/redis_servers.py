@@ -32,7 +32,7 @@ def free_port(maximum: int = 65535) -> int:
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+            port: int = s.getsockname()[1]
         if port <= maximum and port != 6379:
             if maximum == MAX_CLUSTER_PORT and not _port_free(port + 10000):
                 continue

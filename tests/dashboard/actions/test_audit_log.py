@@ -7,7 +7,7 @@ from django.test import Client
 
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ
-from tests.dashboard.conftest import htmx_get, htmx_post
+from tests.support.htmx import htmx_get, htmx_post
 
 
 def record(username: str, queue: str, action: str, outcome: str, **fields: object) -> AuditEntry:

@@ -15,8 +15,8 @@ from dashboard.actions.bulk import Selected, drive, queue_steps
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ
 from queues.integrity import check_queue
-from tests.dashboard.conftest import htmx_post
 from tests.support.confirm import confirmed_post
+from tests.support.htmx import htmx_post
 from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,8 +13,8 @@ from dashboard.actions import confirmations, runner
 from dashboard.actions.models import AuditEntry
 from dashboard.roles import OPERATORS, user_create
 from queues import EchoMQ
-from tests.dashboard.conftest import htmx_post
 from tests.support.confirm import confirmation_token
+from tests.support.htmx import htmx_post
 from tests.support.jobs import done_jobs, failed_jobs
 from tests.support.keyspace import keyspace_dump
 

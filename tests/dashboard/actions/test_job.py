@@ -10,8 +10,8 @@ from django.test import Client
 
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, Refused
-from tests.dashboard.conftest import htmx_post
 from tests.support.confirm import confirmation_token, post_confirming
+from tests.support.htmx import htmx_post
 from tests.support.jobs import failed_job
 from tests.support.redis_servers import free_port
 

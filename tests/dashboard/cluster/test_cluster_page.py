@@ -14,8 +14,8 @@ from queues import EchoMQ
 from queues.cluster import queue_slot
 from queues.connection import connect
 from queues.keys import QUEUE_REGISTRY
-from tests.dashboard.conftest import htmx_get
 from tests.support.cluster_ops import owner_of, queue_per_master
+from tests.support.htmx import htmx_get
 from tests.support.redis_servers import RedisClusterNodes, RedisServer, free_port
 
 

@@ -19,8 +19,8 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from dashboard.asgi import application
 from dashboard.search import consumers
 from queues import EchoMQ, moves
-from tests.dashboard.conftest import htmx_get
 from tests.dashboard.test_no_inline_code import inline_code
+from tests.support.htmx import htmx_get
 from tests.support.jobs import failed_job
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,0 +1,58 @@
+"""What browser tests share besides fixtures: the console under test, logging in, waiting for a live page."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page
+
+from tests.support.redis_servers import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+USERNAME, PASSWORD = "vera", "vera-password"
+OPERATOR, OPERATOR_PASSWORD = "otto", "otto-password"
+
+
+@dataclass
+class Console:
+    url: str
+    redis: RedisServer
+    env: dict[str, str]
+
+    def cli(self, *args: str) -> str:
+        """Runs the ``emq`` CLI against the console's Redis; returns its output."""
+        done = subprocess.run([sys.executable, "-m", "queues", *args], env=self.env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=30, check=True)
+        return done.stdout.strip()
+
+
+def wait_until_live(page: Page, timeout_ms: float = 20_000) -> None:
+    """The page's WebSocket has delivered its first fragments (the clock then carries the server time).
+
+    An arrow function, not an expression: under the console's CSP (no
+    'unsafe-eval') Playwright cannot poll a string expression.
+    """
+    page.wait_for_function("() => Number(document.getElementById('server-clock')?.dataset.now) > 0"
+                           " && !!document.querySelector('[ws-connect]')", timeout=timeout_ms)
+
+
+def create_operator(console: Console, username: str, password: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "createoperator", username],
+                   env={**console.env, "EMQ_PASSWORD": password}, cwd=ROOT, check=True, timeout=60, capture_output=True)
+
+
+def logged_in(browser: Browser, console: Console, username: str, password: str, **options: object) -> Page:
+    """A page of a fresh browser context (its own cookies), logged in; close its context when done."""
+    context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **options})  # type: ignore[arg-type]
+    page = context.new_page()
+    page.goto(console.url + "login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(console.url)
+    return page

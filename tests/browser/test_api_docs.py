@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page
 
 from queues import EchoMQ
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 from tests.support.daphne import manage
 from tests.support.jobs import failed_jobs
 
@@ -40,7 +40,7 @@ AuditEntry.objects.create(user=user, username='audit-otto', queue='orders', acti
 
 def _broken_words(page: Page) -> list[str]:
     """Every word of the table's cells that the browser laid out on more than one line."""
-    return page.evaluate("""() => {
+    words: list[str] = page.evaluate("""() => {
         const broken = [];
         for (const cell of document.querySelectorAll('table.audit-log tbody td')) {
             const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -56,6 +56,7 @@ def _broken_words(page: Page) -> list[str]:
         }
         return broken;
     }""")
+    return words
 
 
 def test_the_audit_log_reads_well_at_desktop_width(operator_page: Page, console: Console, mq: EchoMQ) -> None:

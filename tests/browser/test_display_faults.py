@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import Console
+from tests.support.browser import Console
 from tests.support.jobs import failed_job
 
 pytestmark = pytest.mark.browser

@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.browser.conftest import PASSWORD, USERNAME, Console, logged_in
+from tests.support.browser import PASSWORD, USERNAME, Console, logged_in
 from tests.support.jobs import failed_job
 
 pytestmark = pytest.mark.browser

@@ -29,6 +29,7 @@ from queues import EchoMQ, QueueKeys
 from queues.keys import LEASE_INDEX
 from queues.operator_moves import JOB_MOVES
 from queues.scripts import LUA_DIR, READS, expand, script
+from queues.slo import SLO_KEY
 
 KEYS = QueueKeys("q")
 IDS = ["a", "b", "c"]
@@ -82,7 +83,13 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
     entries.append((KEYS.paused, draw(st.sampled_from(["none", "none", "hash", "string"])),
                     {"reason": draw(texts), "actor": "a", "since_ms": draw(numbers)}))
     entries.append(lease_index_entry(draw))
+    entries.append(slo_entry(draw))
     return entries
+
+
+def slo_entry(draw: st.DrawFn) -> tuple[str, str, Any]:
+    value = '{"metric":"wait","under_ms":500,"target":"99","window_days":30,"set_by":"a","set_ms":1}'
+    return (SLO_KEY, draw(st.sampled_from(["hash", "none", "string"])), {"q": value, "mail-*": draw(texts)})
 
 
 def lease_index_entry(draw: st.DrawFn) -> tuple[str, str, Any]:
@@ -118,6 +125,7 @@ def coherent_keyspace(draw: st.DrawFn) -> tuple[list[tuple[str, str, Any]], dict
     entries.append((KEYS.counts, draw(st.sampled_from(["none", "hash"])), {"complete": "3"}))
     entries.append((KEYS.workers, draw(st.sampled_from(["none", "zset"])), {"w:1": AHEAD}))
     entries.append(lease_index_entry(draw))
+    entries.append(slo_entry(draw))
     return entries, {job_id: state for job_id, state in world.items() if state != "none"}
 
 
@@ -213,6 +221,11 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "group_failed": [numbers, limit],
         "signature": [texts, texts],
         "lease_index_take": [limit, st.one_of(st.sampled_from(["1", "5000"]), numbers)],
+        "slo_set": [st.sampled_from(["q", "mail-*", "", "a" * 129]), st.sampled_from(["wait", "run", "x"]),
+                    st.one_of(st.sampled_from(["500", "86400001"]), numbers),
+                    st.sampled_from(["99", "99.9", "100", "0", "1e2", "99.9999"]), st.one_of(st.just("30"), numbers), actor],
+        "slo_delete": [st.sampled_from(["q", "mail-*", ""])],
+        "slos": [],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -247,6 +260,8 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if name.startswith("lease_index_"):
         return [LEASE_INDEX]
+    if name.startswith("slo"):
+        return [SLO_KEY]
     if picks or not argv:
         return keys + [KEYS.prefix]
     return keys + [KEYS.prefix + "job:" + str(argv[0])]
@@ -275,6 +290,8 @@ VALID_ARGV: Final[dict[str, list[str]]] = {
     "claim": ["30000", "ab12", "w:1", "3"],
     "lease_index_take": ["10", "5000"],
     "lease_index_settle": ["5000", "q", "6000", "other", "0"],
+    "slo_set": ["mail-*", "wait", "500", "99.9", "30", "op"],
+    "slo_delete": ["q"],
 }
 
 

@@ -4,6 +4,7 @@ its Redis time in all, and a pause after each step in proportion to its cost."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_searches_sharing_a_pacer_wait_for_each_other(mq: EchoMQ) -> None:
     {"worker": "w" * (MAX_NEEDLE + 1)},
     {"field": "name=" + "v" * (MAX_NEEDLE + 1)},
 ])
-def test_a_text_longer_than_the_needle_cap_is_refused_in_words(query: dict[str, str]) -> None:
+def test_a_text_longer_than_the_needle_cap_is_refused_in_words(query: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput, match=f"at most {MAX_NEEDLE} bytes"):
         Query.parse(state="failed", **query)
 

@@ -13,6 +13,7 @@ from dashboard.census import census_reset
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from queues import EchoMQ
 from queues.follower import Follower
+from tests.support.sessions import session_cookie
 
 
 @pytest.fixture
@@ -46,13 +47,6 @@ def operator_client(operator: User) -> Client:
     client = Client()
     client.force_login(operator)
     return client
-
-
-def session_cookie(user: User) -> bytes:
-    """The Cookie header of a logged-in session of ``user``, as a socket's handshake carries it."""
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from dashboard.asgi import application
 from dashboard.consumers import MIN_INTERVAL_S
 from dashboard.socket_caps import TOO_MANY_SOCKETS, open_sockets
 from queues import EchoMQ
-from tests.dashboard.conftest import session_cookie
+from tests.support.sessions import session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -48,5 +48,5 @@ def form_log_in(url: str, username: str, password: str, headers: dict[str, str] 
                                    "csrfmiddlewaretoken": match.group(1)}).encode()
     status, _ = answer(opener, urllib.request.Request(url + "login/", body, headers={
         **(headers or {}), "Referer": url + "login/"}))
-    cookies = {c.name: c.value for c in jar}
+    cookies = {c.name: c.value or "" for c in jar}
     return Session(status, "; ".join(f"{k}={v}" for k, v in cookies.items()), cookies.get("csrftoken", ""))

@@ -170,6 +170,8 @@ class QueuePage(LivePage):
         self.queues = frozenset([window.queue])
         # The jobs whose rows the page shows (it keeps them while the operator works in the table).
         self.shown: list[str] = []
+        # The summary's context as last sent: while Redis is down its counts are sent again marked stale.
+        self.last: dict[str, Any] | None = None
 
     def hear(self, message: dict[str, Any]) -> bool:
         """The page says which rows it shows: each push then also says where those jobs are now."""
@@ -187,7 +189,7 @@ class QueuePage(LivePage):
 
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
-            return [_common(follower, 0, status=True) + _why_down(follower)]
+            return [_common(follower, 0, status=True) + _why_down(follower) + self._stale_summary()]
         answer = await why.queue_why_async(follower.mq, self.window.queue)
         try:
             stats, page, states = await follower.mq.run_many([
@@ -197,11 +199,13 @@ class QueuePage(LivePage):
             stats = page = states = None
         self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
         if self.stale:
-            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_context(answer))]
+            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_context(answer))
+                    + self._stale_summary()]
         on_page = {row.id for row in page.rows}
         elsewhere = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
         context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
                                               elsewhere=elsewhere)
+        self.last = context
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_why_line.html", why_context(answer))
                 + _render("dashboard/_queue_summary.html", context)
@@ -209,10 +213,18 @@ class QueuePage(LivePage):
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:
-            return [_common(follower, 0, status=True) + _why_down(follower)] if update.up is not None else []
+            return [_common(follower, 0, status=True) + _why_down(follower) + self._stale_summary()] \
+                if update.up is not None else []
         if self.stale or update.changed(self.window.queue) or update.tick or update.up is not None:
             return await self.full(follower)
         return []
+
+
+    def _stale_summary(self) -> str:
+        """The last counts sent, marked stale with their age: never a zero, never passed off as now."""
+        if self.last is None:
+            return ""
+        return _render("dashboard/_queue_summary.html", {**self.last, "figures_stale": True})
 
 
 class JobPage(LivePage):

@@ -44,3 +44,17 @@ def test_the_why_line_says_unknown_while_redis_is_paused(page: Page, console: Co
     expect(line.locator(".why-code").first).to_have_text("unknown", timeout=11_000)
     expect(line.locator(".figure.unknown")).to_be_visible()
     expect(line.locator(".why-code").first).to_have_text("no_live_worker", timeout=30_000)
+
+
+def test_the_queue_pages_counts_say_stale_while_redis_is_paused(page: Page, console: Console, mq: EchoMQ) -> None:
+    console.cli("enqueue", "why-stale", '{"n": 1}')
+    page.goto(console.url + "queue/?q=why-stale")
+    mark = page.locator("#queue-summary .figures-mark")
+    expect(mark).to_contain_text("exact as of")
+    wait_until_live(page)
+
+    mq.redis.execute_command("CLIENT", "PAUSE", 12_000, "ALL")
+
+    expect(mark).to_contain_text("stale", timeout=11_000)
+    expect(page.locator('#queue-summary .count[data-state="pending"]')).to_have_text("1")
+    expect(mark).to_contain_text("exact as of", timeout=30_000)

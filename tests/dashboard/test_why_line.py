@@ -60,7 +60,7 @@ async def test_the_job_pages_why_line_follows_the_clock_when_its_worker_stops_be
     await page.disconnect()
 
 
-async def test_the_why_line_says_unknown_while_redis_is_down(viewer_cookie: bytes, settings: object,
+async def test_the_why_line_says_unknown_and_the_counts_say_stale_while_redis_is_down(viewer_cookie: bytes, settings: object,
                                                               stop_followers: None) -> None:
     server = RedisServer().start()
     settings.EMQ_REDIS_URL = server.url  # type: ignore[attr-defined]
@@ -74,6 +74,10 @@ async def test_the_why_line_says_unknown_while_redis_is_down(viewer_cookie: byte
         for page in pages:
             message = await receive_until(page, lambda m: 'data-why-code="unknown"' in m)
             assert '<span class="figure unknown">unknown</span>' in message
+            if page is pages[0]:
+                # The queue's counts stay on screen, marked stale with their age, never replaced by zeros.
+                assert '<b class="figure unknown">stale</b>: these counts were read' in message
+                assert '<span class="count" data-state="pending">1</span>' in message
     finally:
         server.cleanup()
 

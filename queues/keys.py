@@ -86,7 +86,7 @@ def queue_of_key(key: str) -> str | None:
 
 
 # The names under a queue's prefix that the protocol itself uses; a caller's own key must take another.
-_PROTOCOL_NAMES: Final = frozenset({*STATES, "events", "workers", "worker", "counts", "paused", "job", "failures",
+_PROTOCOL_NAMES: Final = frozenset({*STATES, "events", "workers", "worker", "releases", "counts", "paused", "job", "failures",
                                     "failure", "m", "h"})
 _OWN_KEY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 

@@ -526,8 +526,10 @@ WORKER_HELD_IDS: Final = 20
 
 
 def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: int, runtime: str,
-                    concurrency: int, started_ms: int, held: list[str]) -> Call[int]:
-    """A worker's heartbeat in the queue's registry; returns when its entry expires (server ms)."""
+                    concurrency: int, started_ms: int, held: list[str], release: str = "") -> Call[int]:
+    """A worker's heartbeat in the queue's registry; returns when its entry expires (server ms).
+
+    ``release`` (its code's version, '' when it cannot tell) is what each attempt it claims records."""
     keys = QueueKeys(queue)
     worker_id = validate_job_id(worker_id)
     shown = "\n".join(held[:WORKER_HELD_IDS])
@@ -538,7 +540,8 @@ def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: 
 
     return Call("register_worker", keys.script_keys(None),
                 [worker_id, _int(ttl_ms, "ttl_ms", 1000, MAX_LEASE_MS), host, _int(pid, "pid", 0),
-                 runtime, _int(concurrency, "concurrency", 0), _int(started_ms, "started_ms", 0), len(held), shown],
+                 runtime, _int(concurrency, "concurrency", 0), _int(started_ms, "started_ms", 0), len(held), shown,
+                 release],
                 parse)
 
 

@@ -505,10 +505,14 @@ class Event:
     ts_ms: int
     # A history entry of a failure keeps that attempt's error (the stream does not).
     error: str = ""
+    # A claim's entry: the release and host its worker registered ('' when it did not tell: "release unknown").
+    release: str = ""
+    host: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"event": self.id, "move": self.move, "id": self.job_id, "from": self.source, "to": self.target,
-                "attempts": self.attempts, "actor": self.actor, "ts_ms": self.ts_ms, "error": self.error}
+                "attempts": self.attempts, "actor": self.actor, "ts_ms": self.ts_ms, "error": self.error,
+                "release": self.release, "host": self.host}
 
 
 def parse_event(entry_id: Any, data: dict[Any, Any]) -> Event:
@@ -536,7 +540,8 @@ _INTEGER = re.compile(r"-?[0-9]{1,14}")
 _ENTRY = re.compile(rb"([A-Za-z])(-?[0-9]+)(?:\.([^\t]*))?(?:\t([^\t]*)(?:\t(.*))?)?", re.DOTALL)
 
 
-def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Event]:
+def parse_history(job_id: str, text: bytes, last_error: bytes = b"",
+                  releases: dict[str, str] | None = None) -> list[Event]:
     """A job's history field as events, newest first (as :meth:`EchoMQ.events` gives them).
 
     An entry is ``CODE DT ['.' ATTEMPTS] [TAB ACTOR [TAB ERROR]]``: DT counts ms from the first
@@ -568,8 +573,12 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Eve
         error = _unescape(match.group(5)) if match.group(5) is not None else None
         if move == "fail" and error is None:
             untold.append(len(events))
-        events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts,
-                            error or ""))
+        if move == "claim":
+            release, host = attempt_note(match.group(5), actor, releases or {})
+            events.append(Event("", move, job_id, source, target, attempts, actor, ts, "", release, host))
+        else:
+            events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts,
+                                error or ""))
         source = target
     # Newest first: a fail entry that does not tell its error has the next one's, the newest last_error.
     carried = last_error.decode(errors="replace")
@@ -584,6 +593,26 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"") -> list[Eve
     return events[::-1]
 
 
+_HOST_IN_ID: Final = re.compile(r"([^:]+):")
+
+
+def attempt_note(note: bytes | None, actor: str, releases: dict[str, str]) -> tuple[str, str]:
+    """(release, host) of a claim entry's third field, ``N [HOST]`` (PROTOCOL.md, section 9): ``N`` the
+    release's number in the queue's ``releases`` hash (its label from ``releases``; ``#N`` when that is gone).
+
+    The claim leaves the host out when the worker id begins with ``HOST:`` (it is there already);
+    a release '-' is a worker that told its host only. ('', '') when the entry has no note."""
+    if not note:
+        return "", ""
+    release, _, host = note.partition(b" ")
+    number = release.decode(errors="replace")
+    shown_release = "" if release == b"-" else releases.get(number, f"#{number}")
+    if host:
+        return shown_release, _unescape(host)
+    found = _HOST_IN_ID.match(actor)
+    return shown_release, found.group(1) if found else ""
+
+
 def history(queue: str, job_id: str) -> Call[list[Event]]:
     """A job's own history (its hash's ``history`` field), newest first: O(its length), whatever the queue holds."""
     keys = QueueKeys(queue)
@@ -591,7 +620,9 @@ def history(queue: str, job_id: str) -> Call[list[Event]]:
 
     def parse(reply: list[Any]) -> list[Event]:
         refused_whole("history", reply, job_id)
-        return parse_history(job_id, reply[3], reply[4] if len(reply) > 4 else b"")
+        labels = reply[5:]
+        releases = {_text(labels[i]): _text(labels[i + 1]) for i in range(0, len(labels) - 1, 2)}
+        return parse_history(job_id, reply[3], reply[4] if len(reply) > 4 else b"", releases)
 
     return Call("history", keys.script_keys(job_id), [job_id], parse)
 

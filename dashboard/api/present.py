@@ -48,7 +48,8 @@ def page_out(page: Page) -> dict[str, Any]:
 
 def event_out(event: Event) -> dict[str, Any]:
     return {"event": event.id, "move": event.move, "from_state": event.source, "to_state": event.target,
-            "attempts": number(event.attempts), "actor": event.actor, "ts_ms": event.ts_ms}
+            "attempts": number(event.attempts), "actor": event.actor, "ts_ms": event.ts_ms,
+            "release": event.release, "host": event.host}
 
 
 def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str, Any]:

@@ -99,6 +99,8 @@ class EventOut(Schema):
     attempts: int | None = Field(description="The attempts after the move; None when the entry holds no number")
     actor: str
     ts_ms: int
+    release: str = Field("", description="A claim's: the release its worker registered ('' when unknown)")
+    host: str = Field("", description="A claim's: its worker's host ('' when unknown)")
 
 
 class JobOut(Schema):

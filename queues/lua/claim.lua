@@ -7,6 +7,8 @@
 -- ARGV: 1 lease_ms (1..86400000), 2 claim_id (1..64 characters 0-9 a-f;
 --       stored beside attempts so that a claim lost in a failover cannot
 --       hand the same token out twice), 3 worker (actor), 4 count (1..1000)
+-- Each claim's history entry records the worker's release and host from its registry entry
+-- (PROTOCOL.md, section 9; read before the first write).
 -- Reply: {'OK', lease_deadline_ms, id1, attempts1, payload1, id2, ...}
 --        {'EMPTY', next_due_ms or '', now_ms}  nothing claimable is due: the
 --            due time of the earliest claimable pending job ('' when there is
@@ -37,4 +39,5 @@ local refused = check_types(1, 2, 4, 5)
 if refused then return refused end
 local paused = paused_reply()
 if paused then return paused end
-return claim_due(now_ms(), lease, claim_id, worker, count)
+local note = attempt_note(worker)
+return claim_due(now_ms(), lease, claim_id, worker, count, note)

@@ -23,9 +23,34 @@ local function paused_reply()
   return {'PAUSED', p[1] or '', p[2] or '', p[3] or ''}
 end
 
+-- A host in an attempt's note: a space separates it from the release, so it is escaped with the rest.
+local function note_part(text)
+  return (string.gsub(cut_utf8(text, 64), '[%z\1-\32\127%%]',
+    function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+
+-- What the claimed attempts record of the worker (PROTOCOL.md, section 9): 'N' or 'N HOST', N the number
+-- of its release in PREFIX .. 'releases' ('-' when it told none) and the host from its registry entry,
+-- left out when the worker id begins with 'HOST:' (as the Python runtime's do). A few bytes, so a
+-- typical job's hash stays a listpack. nil when the worker registered neither: "release unknown".
+-- A read: claim and finish_claim call it among their checks, before their first write.
+local function attempt_note(worker)
+  if worker == '' then return nil end
+  -- pcall: a key of another type (not written by register_worker) is a worker that told nothing.
+  local f = redis.pcall('HMGET', PREFIX .. 'worker:' .. worker, 'release_n', 'host')
+  if type(f) ~= 'table' or f.err then return nil end
+  local release_n, host = f[1] or '', f[2] or ''
+  if host ~= '' and string.sub(worker, 1, #host + 1) == host .. ':' then host = '' end
+  if not string.match(release_n, '^%d+$') then release_n = '' end
+  if release_n == '' and host == '' then return nil end
+  local note = release_n == '' and '-' or release_n
+  if host ~= '' then note = note .. ' ' .. note_part(host) end
+  return note
+end
+
 -- Claims up to `count` due jobs at `now` (the caller has checked the arguments, the types of KEYS 1, 2,
 -- 4 and 5, and that the queue is not paused) and returns claim's OK or EMPTY reply.
-local function claim_due(now, lease, claim_id, worker, count)
+local function claim_due(now, lease, claim_id, worker, count, note)
   local deadline = now + lease
   local reply = {'OK', tostring(deadline)}
   local got, looked = 0, 0
@@ -89,7 +114,7 @@ local function claim_due(now, lease, claim_id, worker, count)
             redis.call('ZREM', KEYS[1], id)
             redis.call('ZADD', KEYS[2], deadline, id)
             redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts, 'claim_id', claim_id)
-            emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key)
+            emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key, note)
             count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
             reply[#reply + 1] = id
             reply[#reply + 1] = tostring(attempts)

@@ -238,9 +238,9 @@ end
 
 -- Appends the move's entry; returns the newest claim's time in the history
 -- (nil when it holds none), which complete and fail count the run from.
-local function append_history(job_key, ts, move, to, attempts, actor)
+local function append_history(job_key, ts, move, to, attempts, actor, note)
   local entry = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
-                 actor = escape_field(actor)}
+                 actor = escape_field(actor), err = note}
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
   local old = read_history(job_key)
@@ -253,7 +253,8 @@ local function append_history(job_key, ts, move, to, attempts, actor)
   if move == 'claim' then claimed = ts end
   local line = entry.code .. string.format('%d', ts - base)
   if entry.attempts ~= implied_attempts(entry.code, attempts_before) then line = line .. '.' .. entry.attempts end
-  if entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
+  if note or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
+  if note then line = line .. '\t' .. note end
   if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
     redis.call('HSET', job_key, 'history', old .. '\n' .. line)
     return claimed
@@ -374,7 +375,8 @@ end
 -- The script's check_moves has refused a move the table does not know before
 -- the first write; this stops one that was never declared (a script's bug)
 -- before its event is written.
-local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key)
+-- `note` (a claim's only, already escaped): the attempt's release and host, the entry's third field.
+local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, note)
   if not (MOVE_TARGET[move] and MOVE_TARGET[move][to]) then
     error('emq: the move ' .. tostring(move) .. ' -> ' .. tostring(to) .. ' is not in queues/protocol_moves.py')
   end
@@ -383,7 +385,7 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
-  local claimed = job_key and append_history(job_key, ts, move, to, attempts, actor)
+  local claimed = job_key and append_history(job_key, ts, move, to, attempts, actor, note)
   local field = COUNT_FIELD[move] and COUNT_FIELD[move][to]
   count_move(events_key, field)
   count_run(events_key, job_key, move, ts, claimed)

@@ -58,6 +58,7 @@ end
 local refused = check_types(1, 2, 3, 4, 5)
 if refused then return refused end
 local paused = paused_reply()
+local note = not paused and attempt_note(actor) or nil
 
 local reply = {'', ''}
 local plans = {}
@@ -97,5 +98,5 @@ if #done > 0 then
   redis.call('ZREM', KEYS[2], unpack(done))
   redis.call('ZADD', KEYS[3], unpack(scored))
 end
-reply[2] = paused or claim_due(now, lease, claim_id, actor, count)
+reply[2] = paused or claim_due(now, lease, claim_id, actor, count, note)
 return reply

@@ -214,6 +214,8 @@ local escaped_error = error_text and string.lower(escape_field(error_text))
 -- Whether an earlier attempt's error holds the text: a history entry is
 -- CODE DT[.ATTEMPTS][<TAB>ACTOR[<TAB>ERROR]], its fields escaped (common.lua).
 local function entry_error(line)
+  -- A claim's third field is its release and host, not an error.
+  if string.sub(line, 1, 1) == 'c' then return nil end
   local first = string.find(line, '\t', 1, true)
   local second = first and string.find(line, '\t', first + 1, true)
   return second and string.sub(line, second + 1) or nil

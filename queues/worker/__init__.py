@@ -64,7 +64,7 @@ from .handlers import Handler, HandlerThreads, error_text, event_loop_factory, i
 from .ledger import Ledger, WorkerStats
 from .one_task import OneTaskEngine
 from .pipelined import PipelinedEngine
-from .settings import WorkerSettings
+from .settings import WorkerSettings, detect_release
 from .single import SingleThreadEngine
 
 log = logging.getLogger("queues.worker")
@@ -96,7 +96,7 @@ class Worker:
                  lease_ms: int = 30_000,
                  backoff_ms: int = 1_000, url: str | None = None, client: AsyncEchoMQ | None = None,
                  batch: int = 100, grace_ms: int = 10_000, poll_ms: int = 200, actor: str | None = None,
-                 wait_replicas: int = 0, wait_timeout_ms: int = 1000) -> None:
+                 wait_replicas: int = 0, wait_timeout_ms: int = 1000, release: str | None = None) -> None:
         self.queue = validate_queue_name(queue)
         self.handler: Handler = load_handler(handler) if isinstance(handler, str) else handler
         if not callable(self.handler):
@@ -115,7 +115,8 @@ class Worker:
             batch=moves._int(batch, "batch", 1, moves.MAX_BATCH),
             grace_ms=moves._int(grace_ms, "grace_ms", 0, 86_400_000),
             poll_ms=moves._int(poll_ms, "poll_ms", 1, 60_000),
-            started_ms=int(time.time() * 1000))
+            started_ms=int(time.time() * 1000),
+            release=detect_release() if release is None else release)
         self.concurrency, self.prefetch = self.settings.concurrency, self.settings.prefetch
         self.lease_ms, self.grace_ms = self.settings.lease_ms, self.settings.grace_ms
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)

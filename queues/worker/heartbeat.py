@@ -48,7 +48,7 @@ async def register(settings: WorkerSettings, ledger: Ledger, client: AsyncEchoMQ
             await client.run(moves.register_worker(
                 settings.queue, settings.actor, ttl_ms=ttl_ms, host=socket.gethostname(),
                 pid=os.getpid(), runtime=RUNTIME, concurrency=settings.concurrency, started_ms=settings.started_ms,
-                held=ledger.held_ids()))
+                held=ledger.held_ids(), release=settings.release))
     except OutOfMemory as error:
         refusal = refusal or ("oom", str(error))
     except EmqError as error:  # the registry is for people watching; the work goes on without it

@@ -24,7 +24,7 @@ from typing import Any
 
 from queues import EchoMQ, QueueKeys, moves
 from queues.moves import Report
-from queues.scripts import LUA_DIR, _expand
+from queues.scripts import LUA_DIR, expand
 
 from .common import start_server
 
@@ -52,7 +52,7 @@ def scripts_at(revision: str, names: list[str]) -> dict[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="emq-bench-lua-"))
     for path in _git("ls-tree", "--name-only", f"{revision}:queues/lua/").split():
         (folder / path).write_text(_git("show", f"{revision}:queues/lua/{path}"))
-    return {name: _expand(f"{name}.lua", (folder,)) for name in names}
+    return {name: expand(f"{name}.lua", (folder,)) for name in names}
 
 
 def _send(client: Any, shas: dict[str, str], call: moves.Call[Any]) -> Any:
@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     revision = args.before or before_revision()
     names = ["register_worker", "claim", "finish_claim"]
-    sources = {"before": scripts_at(revision, names), "after": {n: _expand(f"{n}.lua", (LUA_DIR,)) for n in names}}
+    sources = {"before": scripts_at(revision, names), "after": {n: expand(f"{n}.lua", (LUA_DIR,)) for n in names}}
     load = os.getloadavg()
     print(f"# load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     server = start_server()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -11,7 +13,7 @@ from queues import EchoMQ, moves
 
 pytestmark = pytest.mark.django_db
 
-REGISTER = dict(ttl_ms=60_000, pid=1, runtime="python", concurrency=1, started_ms=1, held=[])
+REGISTER: dict[str, Any] = dict(ttl_ms=60_000, pid=1, runtime="python", concurrency=1, started_ms=1, held=[])
 
 
 def test_each_attempt_shows_its_host_and_release_or_that_the_release_is_unknown(

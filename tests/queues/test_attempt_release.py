@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from queues.moves import Report
 from queues.worker import Worker
 from queues.worker.settings import detect_release
 
-REGISTER = dict(ttl_ms=60_000, pid=1, runtime="python 3.11 emq", concurrency=1, started_ms=1, held=[])
+REGISTER: dict[str, Any] = dict(ttl_ms=60_000, pid=1, runtime="python 3.11 emq", concurrency=1, started_ms=1, held=[])
 
 
 def claims(mq: EchoMQ, job_id: str) -> list[tuple[str, str, str]]:
@@ -30,8 +31,10 @@ def test_a_claim_records_the_release_its_worker_registered_and_takes_the_host_fr
     worker.close()
 
     assert claims(mq, "a") == [("web-1:4242", "v1.4.2-3-gabc1234", "web-1")]
-    assert mq.redis.hget(QueueKeys("q").job("a"), "history").endswith(b"\t1")  # the release by its number
-    assert b"web-1 " not in mq.redis.hget(QueueKeys("q").job("a"), "history")  # the host is in the id already
+    history = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    assert isinstance(history, bytes)
+    assert history.endswith(b"\t1")  # the release by its number
+    assert b"web-1 " not in history  # the host is in the id already
 
 
 def test_a_worker_id_without_its_host_has_the_host_recorded_too(redis_url: str, mq: EchoMQ) -> None:

@@ -39,7 +39,7 @@ from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
 from .operator_moves import JOB_MOVES
 from .scripts import script
-from .search import MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
+from .search import FILTERS, MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
 from .visible import INVISIBLE, visible
 
 
@@ -324,11 +324,8 @@ def cmd_check(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def _query(mq: EchoMQ, args: argparse.Namespace, clock_queue: str | None = None) -> Query:
-    return Query.parse(state=args.state, id_prefix=args.id_prefix, payload=args.payload, field=args.field,
-                       error=args.error, worker=args.worker, group=args.group, enqueued_after=args.enqueued_after,
-                       enqueued_before=args.enqueued_before, finished_after=args.finished_after,
-                       finished_before=args.finished_before, order=args.order,
-                       now_ms=mq.server_time_ms(clock_queue or args.queue))
+    return Query.parse(state=args.state, order=args.order, now_ms=mq.server_time_ms(clock_queue or args.queue),
+                       **{f.name: getattr(args, f.name) for f in FILTERS})
 
 
 def cmd_search(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -524,17 +521,8 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("queue")
         p.add_argument("--state", required=True, choices=STATES)
-        p.add_argument("--id-prefix")
-        p.add_argument("--payload", help="plain text the payload contains (bytes, case-sensitive)")
-        p.add_argument("--field", help="PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku=\"A-1\"")
-        p.add_argument("--error", help="text the last error or an earlier attempt's contains (ASCII case-insensitive)")
-        p.add_argument("--worker", help="text the worker's name contains")
-        p.add_argument("--group", help="a failure group (as emq failures prints it)")
-        p.add_argument("--enqueued-after", help="epoch ms, ISO time (UTC unless it says) or an age like 2h")
-        p.add_argument("--enqueued-before")
-        p.add_argument("--finished-after", "--failed-after", dest="finished_after",
-                       help="when a done job finished or a failed job failed (done or failed only)")
-        p.add_argument("--finished-before", "--failed-before", dest="finished_before")
+        for f in FILTERS:
+            p.add_argument(f.flag, *f.aliases, dest=f.name, help=f.help)
         p.add_argument("--order", choices=["asc", "desc"], help="by the state's score (default: newest first "
                                                                  "for done and failed, oldest first otherwise)")
 

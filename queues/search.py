@@ -211,6 +211,55 @@ def parse_moment(text: str, *, now_ms: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """One filter of a search, as every surface offers it.
+
+    ``name`` is its field in the console's form and in an audit row's query and, with dashes, its
+    ``emq search`` option; :attr:`attribute` holds it on :class:`Query` (``name_ms`` for a time). A new
+    filter is a row here, its attribute on :class:`Query`, and its matcher in ``lua/search.lua`` under
+    the name ``lua`` (a finished time needs none: it bounds the scores read, see :meth:`Query.window`).
+    """
+
+    name: str
+    # How Query.describe says it: "payload contains 'x'".
+    said: str
+    # The emq option's help.
+    help: str
+    # The name search.lua reads its value under ("" for a finished time).
+    lua: str
+    kind: Literal["text", "prefix", "field", "group", "moment"] = "text"
+    # More emq options for it.
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def attribute(self) -> str:
+        return self.name + "_ms" if self.kind == "moment" else self.name
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+FILTERS: Final[tuple[SearchFilter, ...]] = (
+    SearchFilter("id_prefix", "id starts with", "the start of the job ids", "id_prefix", "prefix"),
+    SearchFilter("payload", "payload contains", "plain text the payload contains (bytes, case-sensitive)", "payload"),
+    SearchFilter("field", "payload field", 'PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku="A-1"', "json",
+                 "field"),
+    SearchFilter("error", "error contains", "text the last error or an earlier attempt's contains (ASCII case-insensitive)",
+                 "error"),
+    SearchFilter("worker", "worker contains", "text the worker's name contains", "worker"),
+    SearchFilter("group", "failure group is", "a failure group (as emq failures prints it)", "group", "group"),
+    SearchFilter("enqueued_after", "enqueued after", "epoch ms, ISO time (UTC unless it says) or an age like 2h",
+                 "created_min", "moment"),
+    SearchFilter("enqueued_before", "enqueued before", "as --enqueued-after", "created_max", "moment"),
+    SearchFilter("finished_after", "finished after", "when a done job finished or a failed job failed (done or failed only)",
+                 "", "moment", ("--failed-after",)),
+    SearchFilter("finished_before", "finished before", "as --finished-after", "", "moment", ("--failed-before",)),
+)
+FILTER_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in FILTERS)
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """What to find in one state. Every filter given must hold; at least one must be given."""
 
@@ -228,27 +277,30 @@ class Query:
     order: Order | None = None
 
     @classmethod
-    def parse(cls, *, state: str, id_prefix: str | None = None, payload: str | None = None, field: str | None = None,
-              error: str | None = None, worker: str | None = None, group: str | None = None,
-              enqueued_after: str | None = None,
-              enqueued_before: str | None = None, finished_after: str | None = None,
-              finished_before: str | None = None, order: str | None = None, now_ms: int = 0) -> Query:
-        """Reads a query as typed (the CLI's options, the console's form); None or "" leaves a filter out."""
+    def parse(cls, *, state: str, order: str | None = None, now_ms: int = 0, **typed: str | None) -> Query:
+        """Reads a query as typed (the CLI's options, the console's form): a value per name of :data:`FILTERS`,
+        None or "" leaving that filter out."""
         if not state:
             raise InvalidInput("choose a state to search: pending, active, done or failed")
-        given = {name: value.strip() if name in ("id_prefix",) else value
-                 for name, value in (("id_prefix", id_prefix), ("payload", payload), ("error", error),
-                                     ("worker", worker), ("group", group)) if value}
-
-        def moment(value: str | None) -> int | None:
-            return parse_moment(value, now_ms=now_ms) if value and value.strip() else None
-
+        unknown = set(typed) - set(FILTER_NAMES)
+        if unknown:
+            raise TypeError(f"no search filter is called {', '.join(sorted(unknown))}")
+        given: dict[str, Any] = {}
+        for f in FILTERS:
+            value = typed.get(f.name)
+            if not value:
+                continue
+            if f.kind == "moment":
+                if value.strip():
+                    given[f.attribute] = parse_moment(value, now_ms=now_ms)
+            elif f.kind == "field":
+                if value.strip():
+                    given[f.attribute] = FieldFilter.parse(value)
+            else:
+                given[f.attribute] = value.strip() if f.kind == "prefix" else value
         if order not in (None, "", "asc", "desc"):
             raise InvalidInput(f"order must be asc or desc, not {order!r}")
-        return cls(validate_state(state), field=FieldFilter.parse(field) if field and field.strip() else None,
-                   enqueued_after_ms=moment(enqueued_after), enqueued_before_ms=moment(enqueued_before),
-                   finished_after_ms=moment(finished_after), finished_before_ms=moment(finished_before),
-                   order=order or None, **given).checked()  # type: ignore[arg-type]
+        return cls(validate_state(state), order=order or None, **given).checked()  # type: ignore[arg-type]
 
     def checked(self) -> Query:
         validate_state(self.state)
@@ -285,9 +337,7 @@ class Query:
 
     @property
     def is_empty(self) -> bool:
-        return not (self.id_prefix or self.payload or self.field or self.error or self.worker or self.group) and all(
-            t is None for t in (self.enqueued_after_ms, self.enqueued_before_ms, self.finished_after_ms,
-                                self.finished_before_ms))
+        return all(getattr(self, f.attribute) in (None, "") for f in FILTERS)
 
     @property
     def direction(self) -> Order:
@@ -296,35 +346,38 @@ class Query:
     def describe(self) -> str:
         """The query in words, as a confirmation and the audit log state it."""
         parts = []
-        if self.id_prefix:
-            parts.append(f"id starts with {self.id_prefix!r}")
-        if self.payload:
-            parts.append(f"payload contains {self.payload!r}")
-        if self.field:
-            parts.append(f"payload field {self.field.describe()}")
-        if self.error:
-            parts.append(f"error contains {self.error!r}")
-        if self.worker:
-            parts.append(f"worker contains {self.worker!r}")
-        if self.group:
-            parts.append(f"failure group is {self.group}")
-        for value, what in ((self.enqueued_after_ms, "enqueued after"), (self.enqueued_before_ms, "enqueued before"),
-                            (self.finished_after_ms, "finished after"),
-                            (self.finished_before_ms, "finished before")):
-            if value is not None:
-                parts.append(f"{what} {_utc(value)}")
+        for f in FILTERS:
+            value = getattr(self, f.attribute)
+            if value in (None, ""):
+                continue
+            if f.kind == "moment":
+                parts.append(f"{f.said} {_utc(value)}")
+            elif f.kind == "field":
+                parts.append(f"{f.said} {value.describe()}")
+            else:
+                parts.append(f"{f.said} {value}" if f.kind == "group" else f"{f.said} {value!r}")
         return f"{self.state} jobs whose " + " and ".join(parts) if parts else f"every {self.state} job"
 
     def as_dict(self) -> dict[str, Any]:
         """The query as plain values (the audit row's parameters; :meth:`from_dict` reads it back)."""
         out: dict[str, Any] = {"state": self.state}
-        for name in ("id_prefix", "payload", "error", "worker", "group", "enqueued_after_ms", "enqueued_before_ms",
-                     "finished_after_ms", "finished_before_ms", "order"):
-            value = getattr(self, name)
+        for f in FILTERS:
+            value = getattr(self, f.attribute)
+            if value in (None, ""):
+                continue
+            out[f.attribute] = {"path": list(value.path), "kind": value.kind, "value": value.value} \
+                if f.kind == "field" else value
+        if self.order:
+            out["order"] = self.order
+        return out
+
+    def form_values(self) -> dict[str, str]:
+        """The query as a form would type it, by name of :data:`FILTERS`, every time absolute (epoch ms)."""
+        out: dict[str, str] = {}
+        for f in FILTERS:
+            value = getattr(self, f.attribute)
             if value not in (None, ""):
-                out[name] = value
-        if self.field:
-            out["field"] = {"path": list(self.field.path), "kind": self.field.kind, "value": self.field.value}
+                out[f.name] = value.text() if f.kind == "field" else str(value)
         return out
 
     @classmethod
@@ -339,24 +392,18 @@ class Query:
             raise InvalidInput(f"not a search query: {error}") from None
 
     def filter_args(self) -> list[Any]:
+        """The filters as search.lua's name, value pairs (a finished time bounds the scores instead)."""
         args: list[Any] = []
-        if self.id_prefix:
-            args += ["id_prefix", _raw(self.id_prefix)]
-        if self.payload:
-            args += ["payload", _raw(self.payload)]
-        if self.error:
-            # Lua's string.lower folds ASCII only, so fold ASCII only here too.
-            args += ["error", _raw(self.error).lower()]
-        if self.worker:
-            args += ["worker", _raw(self.worker)]
-        if self.group:
-            args += ["group", self.group]
-        if self.enqueued_after_ms is not None:
-            args += ["created_min", self.enqueued_after_ms]
-        if self.enqueued_before_ms is not None:
-            args += ["created_max", self.enqueued_before_ms]
-        if self.field:
-            args += ["json", self.field.as_arg()]
+        for f in FILTERS:
+            value = getattr(self, f.attribute)
+            if value in (None, "") or not f.lua:
+                continue
+            if f.kind == "field":
+                value = value.as_arg()
+            elif f.kind in ("text", "prefix"):
+                # Lua's string.lower folds ASCII only, so the error text is folded the same way here.
+                value = _raw(value).lower() if f.name == "error" else _raw(value)
+            args += [f.lua, value]
         return args
 
     def window(self) -> tuple[str, str]:

@@ -18,10 +18,9 @@ from urllib.parse import urlencode
 from django.core import signing
 
 from queues import InvalidInput, validate_queue_name
-from queues.search import Query
+from queues.search import FILTER_NAMES, Query
 
-FORM_FIELDS: Final = ("state", "id_prefix", "payload", "field", "error", "worker", "group", "enqueued_after",
-                      "enqueued_before", "finished_after", "finished_before", "order")
+FORM_FIELDS: Final = ("state", *FILTER_NAMES, "order")
 MAX_QUEUE_FILTER: Final = 128
 
 
@@ -46,12 +45,7 @@ class SearchRequest:
     def params(self) -> dict[str, str]:
         """The request with every time absolute (epoch ms): what the socket and a bulk run are given."""
         q = self.query
-        out = {"q": self.queue, "in": self.queue_filter, "state": q.state, "id_prefix": q.id_prefix,
-               "payload": q.payload, "field": q.field.text() if q.field else "", "error": q.error,
-               "worker": q.worker, "group": q.group, "order": q.order or ""}
-        for name in ("enqueued_after", "enqueued_before", "finished_after", "finished_before"):
-            value = getattr(q, f"{name}_ms")
-            out[name] = "" if value is None else str(value)
+        out = {"q": self.queue, "in": self.queue_filter, "state": q.state, **q.form_values(), "order": q.order or ""}
         return {k: v for k, v in out.items() if v}
 
     def urlencoded(self) -> str:

@@ -7,14 +7,20 @@ the page's live latency, at one why read per push of a page that is on screen.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from django.conf import settings
 
 from queues import AsyncEchoMQ, EchoMQ, EmqError, why
 
 from .presenters import QueueRow
+
+# The live overview's reasons, shared by the tabs of this process: read again once older than this.
+REASON_KEPT_S: Final = 5.0
+KEPT_MAX: Final = 10_000
+_kept: dict[str, tuple[float, why.Reason]] = {}
 
 # How a reason looks: bad (not moving, someone must act), warn (waiting on something), ok (moving or done).
 _TONE = {
@@ -81,14 +87,25 @@ def overview_reasons(mq: EchoMQ, names: list[str]) -> dict[str, why.Reason]:
 
 
 async def overview_reasons_async(mq: AsyncEchoMQ, names: list[str]) -> dict[str, why.Reason]:
+    """As :func:`overview_reasons`, for the live overview: reasons read less than REASON_KEPT_S ago by any tab
+    of this process are reused, so tabs showing the same queues cost one read of them, not one each."""
     if not names or not settings.EMQ_OVERVIEW_REASONS:
         return {}
-    sweeper = await why.read_sweeper_async(mq)
-    try:
-        results = await mq.run_many([why.queue_evidence(n) for n in names])
-    except EmqError:
-        return {}
-    return _decided(names, results, sweeper)
+    now = time.monotonic()
+    kept = {n: _kept[n][1] for n in names if n in _kept and now - _kept[n][0] < REASON_KEPT_S}
+    wanted = [n for n in names if n not in kept]
+    if wanted:
+        sweeper = await why.read_sweeper_async(mq)
+        try:
+            results = await mq.run_many([why.queue_evidence(n) for n in wanted])
+        except EmqError:
+            return kept
+        fresh = _decided(wanted, results, sweeper)
+        if len(_kept) > KEPT_MAX:
+            _kept.clear()
+        _kept.update((n, (now, reason)) for n, reason in fresh.items())
+        kept.update(fresh)
+    return kept
 
 
 def _decided(names: list[str], results: list[Any], sweeper: why.Sweeper) -> dict[str, why.Reason]:

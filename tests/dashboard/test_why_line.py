@@ -8,7 +8,7 @@ from django.test import Client
 from queues import EchoMQ
 from tests.dashboard.test_consumers import connect, receive_until
 from tests.support.redis_servers import RedisServer
-from tests.support.why import register
+from tests.support.why import commands_run, register, reset_commandstats
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +96,24 @@ def test_the_overview_shows_each_rows_why_and_sorts_queues_that_do_not_drain_fir
     assert order == sorted(order) and "sorted by why" in html
     assert 'data-why-code="paused"' in html and 'data-why-code="no_live_worker"' in html
     assert 'data-why-code="not_due"' in html
+
+
+async def test_overview_tabs_of_one_process_share_their_rows_reasons_for_5_s(console_mq: EchoMQ,
+                                                                            redis_url: str) -> None:
+    from dashboard import why_line
+    from queues import AsyncEchoMQ
+
+    why_line._kept.clear()
+    names = [f"tenant-{n}" for n in range(3)]
+    for name in names:
+        console_mq.enqueue(name, "x")
+    amq = AsyncEchoMQ.from_url(redis_url, actor="test")
+    try:
+        first = await why_line.overview_reasons_async(amq, names)
+        reset_commandstats(console_mq)
+        second = await why_line.overview_reasons_async(amq, names[:2])
+        scripts = commands_run(console_mq).get("cmdstat_evalsha", 0)
+    finally:
+        await amq.close()
+    assert [first[n].code for n in names] == ["no_live_worker"] * 3
+    assert second == {n: first[n] for n in names[:2]} and scripts == 0

@@ -42,6 +42,7 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
     if s is not None and s.paused:
         why = escape(visible_plain(f"paused by {s.paused_by or 'someone'}" + (f": {s.paused_reason}" if s.paused_reason else "")))
         paused = f' <span class="badge paused" title="{why}">paused</span>'
+    attrs += ' tabindex="0"'  # j / k reach it, Enter opens it
     out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{visible(row.name)}</a>{paused}</td>']
     if s is not None:
         failed, active, done = s.counts["failed"], s.counts["active"], s.counts["done"]

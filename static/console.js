@@ -130,11 +130,17 @@
     const dialog = e.target instanceof Element ? e.target.closest("dialog.confirm-dialog") : null;
     if (dialog && e.detail.xhr && e.detail.xhr.status > 0) dialog.close();
   });
+  const typing = (t) => t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
   document.addEventListener("keydown", (e) => {
-    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;
-    if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement) return;
     const find = document.querySelector(".find input");
-    if (find) { e.preventDefault(); find.focus(); }
+    if (e.key === "Escape" && t === find) { find.blur(); return; }
+    if (typing(t) || document.querySelector("dialog[open]")) return;
+    if (e.key === "/" && find) { e.preventDefault(); find.focus(); }
+    if (e.key === "?") {
+      const keys = document.getElementById("keys-help");
+      if (keys instanceof HTMLDialogElement) { e.preventDefault(); keys.showModal(); }
+    }
   });
 })();

@@ -261,15 +261,23 @@
     if (t.classList.contains("pick-all") || t.classList.contains("pick-job")) { syncPickAll(); maybeApply(); }
   });
 
-  // --- keyboard: j / k between rows -------------------------------------
+  // --- keyboard: j / k between rows (a queue's jobs, the overview's queues), Enter opens one --------
+  const keyRows = () => (section() ? rowsOf(section()) : queueRows(overviewTable()));
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.ctrlKey || e.metaKey || e.altKey || e.shiftKey) return;
+    const t = e.target;
+    if (!(t instanceof HTMLTableRowElement) || !keyRows().includes(t)) return;
+    const link = t.querySelector("td.id a, td.name a");
+    if (link) { e.preventDefault(); link.click(); }
+  });
   document.addEventListener("keydown", (e) => {
     if ((e.key !== "j" && e.key !== "k") || e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;
     if (t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement) return;
-    if (document.querySelector("dialog.confirm-dialog[open]")) return;
-    const rows = rowsOf(section());
+    if (document.querySelector("dialog[open]")) return;
+    const rows = keyRows();
     if (!rows.length) return;
-    const here = t instanceof Element ? t.closest("tbody tr[data-job]") : null;
+    const here = t instanceof Element ? t.closest("tbody tr") : null;
     const at = here ? rows.indexOf(here) : -1;
     const next = e.key === "j" ? Math.min(at + 1, rows.length - 1) : (at < 0 ? 0 : Math.max(at - 1, 0));
     e.preventDefault();
@@ -353,6 +361,24 @@
     e.preventDefault();
     clearTimeout(typing);
     filterNow();
+  });
+
+  // --- the summaries: a push morphs them in place, so a focused tab or link keeps focus --------
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    const target = e.detail.target;
+    if (!target || (target.id !== "queue-summary" && target.id !== "overview-summary")) return;
+    const incoming = e.detail.fragment.firstElementChild;
+    if (!incoming) return;
+    e.detail.shouldSwap = false;
+    const focused = target.contains(document.activeElement) ? document.activeElement : null;
+    const href = focused && focused.getAttribute("href");
+    Idiomorph.morph(target, incoming, { morphStyle: "outerHTML" });
+    const now = document.getElementById(target.id);
+    htmx.process(now);
+    if (focused && !focused.isConnected && href) {
+      const again = Array.from(now.querySelectorAll("a[href]")).find((a) => a.getAttribute("href") === href);
+      if (again) again.focus();
+    }
   });
 
   document.addEventListener("DOMContentLoaded", syncPickAll);

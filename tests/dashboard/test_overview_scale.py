@@ -97,14 +97,23 @@ def test_sort_and_paging_links_keep_the_filter(viewer_client: Client, console_mq
     assert 'name="sort" value="failed"' in html  # the filter box's form keeps the sort
 
 
-def test_an_unknown_sort_or_a_bad_offset_falls_back_to_the_first_page_by_name(viewer_client: Client,
-                                                                              console_mq: EchoMQ) -> None:
+def test_a_bad_offset_or_size_falls_back_to_the_first_page(viewer_client: Client, console_mq: EchoMQ) -> None:
     names = many_queues(console_mq, 60)
 
-    response = viewer_client.get("/?sort=%3Cscript%3E&offset=-5&limit=7")
+    response = viewer_client.get("/?offset=-5&limit=7")
 
     assert response.status_code == 200
     assert shown_names(response.content.decode()) == names[:50]
+
+
+def test_an_unknown_sort_is_refused_in_words_and_shown_escaped(viewer_client: Client, console_mq: EchoMQ) -> None:
+    many_queues(console_mq, 3)
+
+    response = viewer_client.get("/?sort=%3Cscript%3E")
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "unknown sort &#x27;&lt;script&gt;&#x27;" in html and "<script>" not in html.split("</head>")[1]
 
 
 async def connect(path: str, cookie: bytes) -> WebsocketCommunicator:

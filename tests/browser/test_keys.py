@@ -1,0 +1,60 @@
+"""In real Chromium: the keyboard. A live push never takes focus from a link in the queue summary; j and k move
+between the overview's queues as between a queue's jobs, Enter opens the row with focus, Escape leaves Find,
+and ? shows the keys."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from queues import EchoMQ
+from tests.browser.conftest import Console, wait_until_live
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_live_push_to_the_queue_summary_keeps_focus_on_its_link(page: Page, console: Console, mq: EchoMQ) -> None:
+    mq.enqueue("keys-summary", "x")
+    page.goto(console.url + "queue/?q=keys-summary")
+    wait_until_live(page)
+    tab = page.locator("#queue-summary a.tab.done")
+    tab.focus()
+
+    mq.enqueue("keys-summary", "y")
+
+    expect(page.locator("#queue-summary .count[data-state=pending]")).to_have_text("2", timeout=10_000)
+    assert page.evaluate("() => document.activeElement.matches('#queue-summary a.tab.done')")
+
+
+def test_j_and_k_move_between_the_overviews_queues_and_enter_opens_one(page: Page, console: Console,
+                                                                      mq: EchoMQ) -> None:
+    mq.enqueue("aaa-keys-1", "x")
+    mq.enqueue("aaa-keys-2", "x")
+    page.goto(console.url + "?filter=aaa-keys")
+    expect(page.locator("#overview-rows tr[id]")).to_have_count(2)
+
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    assert page.evaluate("() => document.activeElement.textContent.includes('aaa-keys-2')")
+    page.keyboard.press("Enter")
+
+    page.wait_for_url(re.compile(r"/queue/\?q=aaa-keys-2$"))
+
+
+def test_escape_leaves_find_and_question_mark_shows_the_keys(page: Page, console: Console) -> None:
+    page.goto(console.url)
+    page.keyboard.press("/")
+    expect(page.locator(".find input")).to_be_focused()
+
+    page.keyboard.press("Escape")
+    expect(page.locator(".find input")).not_to_be_focused()
+    page.keyboard.press("?")
+
+    expect(page.locator("#keys-help")).to_be_visible()
+    expect(page.locator("#keys-help")).to_contain_text("Open the row that has focus")
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys-help")).to_be_hidden()

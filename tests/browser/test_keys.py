@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from queues import EchoMQ
-from tests.browser.conftest import Console, wait_until_live
+from tests.support.browser import Console, wait_until_live
 
 pytestmark = pytest.mark.browser
 

@@ -30,6 +30,7 @@ from .census import census_pass
 from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
 from .roles import can_view
 from .services import redis_url
+from .session_limits import session_expired
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,8 @@ async def current_user(consumer: AsyncWebsocketConsumer) -> Any:
         user: Any = AnonymousUser()
     else:
         store = await database_sync_to_async(import_module(settings.SESSION_ENGINE).SessionStore)(session_key=key)
-        user = await get_user({"session": store})
+        expired = await database_sync_to_async(session_expired)(store)
+        user = AnonymousUser() if expired else await get_user({"session": store})
     consumer.scope["user"] = user
     return user
 
@@ -96,6 +98,17 @@ def watch_user(consumer: AsyncWebsocketConsumer) -> asyncio.Task[None]:
                 return
 
     return asyncio.create_task(watch())
+
+
+class ClosedTabTolerant(AsyncWebsocketConsumer):
+    """A socket whose sends to a tab that has just closed are dropped, not raised: normal for a live page."""
+
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except (Disconnected, OSError):
+            # Daphne raises autobahn's Disconnected (other ASGI servers an OSError); disconnect() follows.
+            return
 
 
 class LiveConsumer(AsyncWebsocketConsumer):

@@ -157,6 +157,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "dashboard.session_limits.SessionLimitsMiddleware",
     "dashboard.middleware.MethodNotAllowedPageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -255,6 +256,11 @@ STORAGES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 SESSION_COOKIE_HTTPONLY = True
+# A session ends after this long without a request, and this long after the login whatever happens
+# (dashboard.session_limits); the cookie itself lasts the maximum age, not Django's two weeks.
+EMQ_SESSION_IDLE_MINUTES = _number("EMQ_SESSION_IDLE_MINUTES", 60, minimum=1)
+EMQ_SESSION_MAX_HOURS = _number("EMQ_SESSION_MAX_HOURS", 12, minimum=0.1)
+SESSION_COOKIE_AGE = int(EMQ_SESSION_MAX_HOURS * 3600)
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 

@@ -15,11 +15,17 @@ import json
 from typing import Any, Final
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 
-from dashboard.consumers import BAD_REQUEST, accept_signed_in, current_user, refusal_code, watch_user
+from dashboard.consumers import (
+    BAD_REQUEST,
+    ClosedTabTolerant,
+    accept_signed_in,
+    current_user,
+    refusal_code,
+    watch_user,
+)
 from queues import InvalidInput
 
 from . import access, services
@@ -30,7 +36,7 @@ PUSH_EVERY_S: Final = 0.25
 STALLED_PUSH_EVERY_S: Final = 5.0
 
 
-class RunConsumer(AsyncWebsocketConsumer):
+class RunConsumer(ClosedTabTolerant):
     entry_id: int
     pusher: asyncio.Task[None] | None = None
     watcher: asyncio.Task[None] | None = None

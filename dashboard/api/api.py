@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import wraps
 from typing import Any, Final, Literal
 
 from django.core.exceptions import PermissionDenied
@@ -35,6 +36,7 @@ from dashboard.actions.confirmations import (
 )
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
+from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.orders.tokens import api_token_user
 from dashboard.orders.views import place_order_api
 from dashboard.queue_names import queue_missing
@@ -58,6 +60,11 @@ MAX_ID: Final = 2**63 - 1
 
 
 class TokenAuth(HttpBearer):
+    def __call__(self, request: HttpRequest) -> Any:
+        # The console's one Bearer reader (ninja's own takes "Bearer  <token>" as the token " <token>").
+        sent, token = request_bearer(request)
+        return self.authenticate(request, token) if sent and token is not None else None
+
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         user = api_token_user(token)
         if user is None:
@@ -66,11 +73,53 @@ class TokenAuth(HttpBearer):
         return user
 
 
+class SignedInSession(SessionAuth):
+    """The session, CSRF-checked for writes; with nobody signed in there is no caller (401), not a CSRF failure."""
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
+def _callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The schema and its docs page: for a token or a session that may view the console, as every read."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        sent, token = request_bearer(request)
+        user = api_token_user(token) if token is not None else (request.user if not sent else None)
+        if user is None or not user.is_authenticated:
+            response = JsonResponse({"error": TOKEN_NOT_VALID if token else NOT_BEARER if sent else NO_CALLER},
+                                    status=401)
+            response["WWW-Authenticate"] = 'Bearer realm="emq api"'
+            return response
+        if not can_view(user):
+            return JsonResponse({"error": f"{user} may not view the console (needs {VIEW_PERMISSION})"}, status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class ConsoleApi(NinjaAPI):
+    """Builds its OpenAPI schema once per path prefix (it describes code, which does not change while running)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schemas: dict[str, Any] = {}
+
+    def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None) -> Any:
+        prefix = self.get_root_path(path_params or {}) if path_prefix is None else path_prefix
+        if prefix not in self.schemas:
+            self.schemas[prefix] = super().get_openapi_schema(path_prefix=prefix, path_params=path_params)
+        return self.schemas[prefix]
+
+
 # Swagger UI from ninja's own static files (ninja is an installed app), so the page needs nothing the
 # console's CSP does not allow; no validator badge (it would load an image from swagger.io).
-api = NinjaAPI(title="EchoMQ console API", version="1", openapi_url="/schema", docs_url="/docs",
-               docs=Swagger(settings={"validatorUrl": None, "persistAuthorization": False}),
-               auth=[TokenAuth(), SessionAuth()],
+api = ConsoleApi(title="EchoMQ console API", version="1", openapi_url="/schema", docs_url="/docs",
+                 docs=Swagger(settings={"validatorUrl": None, "persistAuthorization": False}),
+                 docs_decorator=_callers_only, auth=[TokenAuth(), SignedInSession()],
                description=__doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else "")
 
 ERRORS: Final = {400: s.ErrorOut, 401: s.ErrorOut, 403: s.ErrorOut, 503: s.ErrorOut}
@@ -107,7 +156,6 @@ def _unparsable(request: HttpRequest, error: ValidationError) -> HttpResponse:
 NO_CALLER: Final = "send Authorization: Bearer <token>, or sign in"
 TOKEN_NOT_VALID: Final = ("the API token is not valid (unknown, revoked, or its user is deactivated): "
                           "ask an administrator for a new one")
-NOT_BEARER: Final = "the Authorization header must be: Bearer <token>"
 
 
 @api.exception_handler(AuthenticationError)

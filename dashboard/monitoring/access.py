@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 
+from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.orders.tokens import api_token_user
 from dashboard.roles import VIEW_PERMISSION, can_view
 
@@ -52,12 +53,11 @@ class Refusal:
 
 def metrics_refusal(request: HttpRequest) -> Refusal | None:
     """None when the caller may scrape; otherwise 401 (no usable credential) or 403 (not allowed)."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            return Refusal(401, "the Authorization header must be: Bearer <token>")
-        user = api_token_user(secret.strip())
+    sent, token = request_bearer(request)
+    if sent:
+        if token is None:
+            return Refusal(401, NOT_BEARER)
+        user = api_token_user(token)
         if user is None:
             return Refusal(401, "the API token is not valid")
         if not can_view(user):

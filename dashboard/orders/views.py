@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.actions.access import grant_refusal
 from dashboard.actions.models import AuditEntry
+from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.services import emq
 from exchange import InvalidOrder, OrderTooLarge, Placement, place_order
 from exchange.gateway import MAX_BODY_BYTES
@@ -60,12 +61,11 @@ class Caller:
 
 def _caller(request: HttpRequest) -> tuple[Caller | None, str]:
     """(who sent this request, why nobody) for this request."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            return None, "the Authorization header must be: Bearer <token>"
-        token = api_token_find(secret.strip())
+    sent, secret = request_bearer(request)
+    if sent:
+        if secret is None:
+            return None, NOT_BEARER
+        token = api_token_find(secret)
         if token is None:
             return None, "the API token is not valid"
         return Caller(token.user, token.name), ""

@@ -20,7 +20,6 @@ from dataclasses import replace
 from typing import Any, Final
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
 
@@ -28,7 +27,7 @@ from queues import EmqError, InvalidInput
 from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
 from ..actions import access
-from ..consumers import BAD_REQUEST, accept_signed_in, watch_user
+from ..consumers import BAD_REQUEST, ClosedTabTolerant, accept_signed_in, watch_user
 from ..services import emq, read
 from .budget import SLOTS, SearchBusy, console_limits, process_pacer
 from .items import match_messages
@@ -48,7 +47,7 @@ def limits() -> Limits:
     return console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES))
 
 
-class SearchConsumer(AsyncWebsocketConsumer):
+class SearchConsumer(ClosedTabTolerant):
     # What a client may send on this socket: {"action": "cancel"} (Stop).
     MESSAGE_TYPES: Final[tuple[str, ...]] = ("cancel",)
     token: str

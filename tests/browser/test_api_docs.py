@@ -10,7 +10,9 @@ from tests.support.browser import Console
 pytestmark = pytest.mark.browser
 
 
-def test_the_interactive_docs_render_every_operation_without_a_csp_violation(page: Page, console: Console) -> None:
+def test_the_interactive_docs_render_every_operation_without_a_csp_violation(operator_page: Page,
+                                                                             console: Console) -> None:
+    page = operator_page
     blocked: list[str] = []
     page.on("console", lambda message: blocked.append(message.text)
             if "Content Security Policy" in message.text or "Refused to" in message.text else None)

@@ -127,10 +127,10 @@ VIEWS: dict[str, Entry] = {
     "actions/search/": action("/actions/search/", {"q": "{q}", "move": "retry", "state": "failed", "id_prefix": "a"}),
     # The JSON API: a session (CSRF-checked) or a token; anonymous callers get 401, not a login page.
     "api/": Entry("/api/", {}, other=every(404)),
-    # The OpenAPI schema is public and the same whatever the method (django-ninja does not restrict it).
-    "api/schema": Entry("/api/schema", {}, other=every(200)),
-    # Its interactive docs: a static page (the schema it loads decides what a caller sees), every method alike.
-    "api/docs": Entry("/api/docs", {}, other=every(200)),
+    # The OpenAPI schema and its interactive docs: for whoever may read the API, whatever the method (django-ninja
+    # does not restrict it).
+    "api/schema": Entry("/api/schema", {}, other=API_READ),
+    "api/docs": Entry("/api/docs", {}, other=API_READ),
     "api/queues": page("/api/queues", get=API_READ),
     "api/queue": page("/api/queue", "q={q}", get=API_READ),
     "api/queue/jobs": page("/api/queue/jobs", "q={q}&state=failed", get=API_READ),

@@ -107,8 +107,8 @@ async def test_with_debug_on_a_foreign_address_is_refused_in_json_under_api(sett
 
 # The docs and the schema -----------------------------------------------------------------------------------------
 
-def test_the_docs_page_is_swagger_from_the_consoles_own_static_files(client: Client) -> None:
-    response = client.get("/api/docs")
+def test_the_docs_page_is_swagger_from_the_consoles_own_static_files(viewer_client: Client) -> None:
+    response = viewer_client.get("/api/docs")
 
     assert response.status_code == 200
     page = response.content.decode()
@@ -117,8 +117,8 @@ def test_the_docs_page_is_swagger_from_the_consoles_own_static_files(client: Cli
     assert "script-src 'self'" in policy and "unsafe" not in policy
 
 
-def test_the_schema_names_post_orders_with_its_body_and_answers(client: Client) -> None:
-    orders = client.get("/api/schema").json()["paths"]["/api/orders"]["post"]
+def test_the_schema_names_post_orders_with_its_body_and_answers(viewer_client: Client) -> None:
+    orders = viewer_client.get("/api/schema").json()["paths"]["/api/orders"]["post"]
 
     body = orders["requestBody"]["content"]["application/json"]["schema"]
     assert {"client_order_id", "side", "symbol", "type", "quantity", "time_in_force"} <= set(body["required"])

@@ -50,8 +50,8 @@ def test_it_refuses_anonymous_callers_and_a_bad_queue_name(client: Client, viewe
     assert viewer_client.get("/api/queues/a%20b/why").status_code == 400
 
 
-def test_both_routes_are_in_the_openapi_schema(client: Client) -> None:
-    paths = client.get("/api/schema").json()["paths"]
+def test_both_routes_are_in_the_openapi_schema(viewer_client: Client) -> None:
+    paths = viewer_client.get("/api/schema").json()["paths"]
 
     assert "/api/queues/{q}/why" in paths and "/api/jobs/{q}/{id}/why" in paths
     assert paths["/api/queues/{q}/why"]["get"]["responses"]["200"]

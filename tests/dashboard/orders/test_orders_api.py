@@ -203,10 +203,13 @@ def test_it_returns_405_for_get(api: Client, token: str) -> None:
     assert response.status_code == 405 and response["Allow"] == "POST"
 
 
-def test_an_admitted_order_shows_on_the_console_like_any_job(api: Client, token: str, trader: User) -> None:
+def test_an_admitted_order_shows_on_the_console_like_any_job(api: Client, token: str, trader: User,
+                                                            viewer: User) -> None:
     order_id = post(api, order(), token).json()["order_id"]
+    # The trader places orders but holds no console role: a viewer looks.
+    assert Client().get(f"/job/?q=orders&id={order_id}").status_code == 302
     console = Client()
-    console.force_login(trader)
+    console.force_login(viewer)
 
     page = console.get(f"/job/?q=orders&id={order_id}")
 

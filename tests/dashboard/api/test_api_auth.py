@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import ninja.main
 import pytest
@@ -57,9 +58,14 @@ def test_a_session_write_without_the_csrf_token_is_still_refused(viewer: User, c
 def test_the_schema_needs_a_token_or_a_session_and_is_built_once(client: Client, viewer: User,
                                                                  viewer_client: Client,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    built = []
+    built: list[str] = []
     real = ninja.main.get_schema
-    monkeypatch.setattr(ninja.main, "get_schema", lambda **kwargs: built.append(1) or real(**kwargs))
+
+    def counted(**kwargs: Any) -> Any:
+        built.append(str(kwargs.get("path_prefix")))
+        return real(**kwargs)
+
+    monkeypatch.setattr(ninja.main, "get_schema", counted)
     monkeypatch.setattr(api, "schemas", {})
     token = api_token_create(user=viewer, name="api")
 

@@ -11,6 +11,27 @@ from queues import EchoMQ
 from queues.connection import connect
 from tests.support.redis_servers import RedisClusterNodes, RedisServer
 
+# Modules that take a minute or more in one process. ./dev test runs modules in parallel processes
+# (xdist --dist loadfile --no-loadscope-reorder), each process taking the next module in collection
+# order when it is done: these go first, so that none is left to run alone at the end. A stale entry
+# only costs time, never a test.
+LONG_MODULES = (
+    "tests/dashboard/test_odd_keyspace.py",
+    "tests/test_dev_demo_endings.py",
+    "tests/test_dev_demo.py",
+    "tests/queues/test_no_write_before_check.py",
+    "tests/dashboard/test_permissions.py",
+    "tests/test_dev_demo_terminal.py",
+    "tests/dashboard/api/test_schemathesis.py",
+    "tests/dashboard/test_demo_logins.py",
+    "tests/dashboard/monitoring/test_metrics_processes.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {module: n for n, module in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(LONG_MODULES)))
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

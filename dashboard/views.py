@@ -23,6 +23,7 @@ from . import presenters, rows as row_html
 from .census import census_pass
 from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
+from .monitoring.latency_chart import queue_latency_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .queue_names import queue_missing
 from .services import emq, live_follower, read
@@ -119,6 +120,7 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     context.update(why_context(read(lambda mq: why.queue_why(mq, name))))
     context.update(queue_workers_context(name))
     context.update(queue_history_context(name, request.GET.get("range", "1h")))
+    context.update(queue_latency_context(name, request.GET.get("range", "1h"), stats.due))
     context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
                                                csrf_token=get_token(request)))
     if _wants_fragment(request, "queue-jobs"):

@@ -62,6 +62,8 @@ class AuditEntry(models.Model):
         CANCEL_RUN = "cancel_run", "cancel a bulk run"
         PLACE_ORDER = "place_order", "place an order"
         LOGIN = "login", "log in"
+        SLO_SET = "slo_set", "set a latency objective"
+        SLO_DELETE = "slo_delete", "delete a latency objective"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

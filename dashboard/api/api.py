@@ -24,7 +24,7 @@ from ninja import NinjaAPI, Path, Query, Status, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
-from dashboard.actions import access, previews, services as actions
+from dashboard.actions import access, objectives, previews, services as actions
 from dashboard.actions.bulk import MAX_SELECTION, Selected
 from dashboard.actions.confirmations import (
     MAX_AGE_S,
@@ -42,7 +42,7 @@ from dashboard.orders.views import place_order_api
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
-from queues import EchoMQ, InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name, why
+from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
 from queues.keys import validate_state
 from queues.reads import QueueStats
 
@@ -244,11 +244,59 @@ def _existing(name: str, stats: QueueStats) -> QueueStats:
     return stats
 
 
-@api.get("/queue", response={200: s.QueueOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS}, summary="One queue's counts")
+@api.get("/queue", response={200: s.QueueOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
+         summary="One queue's counts, wait and run percentiles, rates and time to drain")
 def queue_detail(request: HttpRequest, q: str = QUEUE) -> Any:
     _viewer(request)
     name = validate_queue_name(q)
-    return queue_out(name, _existing(name, read(lambda mq: mq.stats(name))))
+    stats = _existing(name, read(lambda mq: mq.stats(name)))
+    summary = latency.summarize(read(lambda mq: mq.run(latency.summary_read(name))))
+    return queue_out(name, stats, summary.as_dict(stats.due))
+
+
+def _slo_status_out(found: slo.SloStatus) -> dict[str, Any]:
+    return found.as_dict()
+
+
+@api.get("/queues/{q}/slo", response={200: s.SloOut, **ERRORS},
+         summary="The latency objective that applies to a queue, its attainment and burn rates")
+def queue_slo(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    _viewer(request)
+    name = validate_queue_name(q)
+    objective = read(lambda mq: mq.run(slo.slos())).for_queue(name)
+    if objective is None:
+        return {"queue": name, "slo": None}
+    return {"queue": name, "slo": _slo_status_out(read(lambda mq: slo.slo_status(mq, name, objective)))}
+
+
+def _slo_answer(entry: AuditEntry, change: slo.SloChange | None, name: str) -> Any:
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    if change is None:
+        return Status(404 if "no objective" in entry.result else 409, {"error": entry.result})
+    previous = change.previous.as_dict() if change.previous else None
+    return {"name": name, "previous": previous, "audit_id": entry.id}
+
+
+@api.put("/queues/{q}/slo", response={200: s.SloChangeOut, 409: s.ErrorOut, **ERRORS},
+         summary="Set (or replace) a queue's or a name pattern's latency objective (operators; audited)")
+def queue_slo_set(request: HttpRequest, body: s.SloIn,
+                  q: str = Path(..., pattern=s.SLO_NAME_PATTERN, max_length=128)) -> Any:
+    """``q`` may be a glob pattern (``mail-*``): the objective then applies to every queue it matches that
+    has none of its own."""
+    user = _operator(request, {"q": q, "action": "slo_set"})
+    entry, change = objectives.slo_change(user=user, name=q, metric=body.metric, under_ms=body.under_ms,
+                                          target=f"{body.target:.3f}".rstrip("0").rstrip("."),
+                                          window_days=body.window_days)
+    return _slo_answer(entry, change, q)
+
+
+@api.delete("/queues/{q}/slo", response={200: s.SloChangeOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
+            summary="Remove the latency objective set for a queue or a pattern (operators; audited)")
+def queue_slo_delete(request: HttpRequest, q: str = Path(..., pattern=s.SLO_NAME_PATTERN, max_length=128)) -> Any:
+    user = _operator(request, {"q": q, "action": "slo_delete"})
+    entry, change = objectives.slo_remove(user=user, name=q)
+    return _slo_answer(entry, change, q)
 
 
 @api.get("/queue/jobs", response={200: s.PageOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},

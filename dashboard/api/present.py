@@ -31,9 +31,9 @@ def stats_out(stats: QueueStats) -> dict[str, Any]:
             "paused_by": stats.paused_by, "paused_reason": stats.paused_reason}
 
 
-def queue_out(name: str, result: QueueStats | Exception) -> dict[str, Any]:
+def queue_out(name: str, result: QueueStats | Exception, latency: dict[str, Any] | None = None) -> dict[str, Any]:
     if isinstance(result, QueueStats):
-        return {"queue": name, "stats": stats_out(result), "error": None}
+        return {"queue": name, "stats": stats_out(result), "error": None, "latency": latency}
     return {"queue": name, "stats": None, "error": str(result) or type(result).__name__}
 
 

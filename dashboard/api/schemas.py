@@ -55,10 +55,73 @@ class StatsOut(Schema):
     paused_reason: str
 
 
+class PercentilesOut(Schema):
+    p50: int | None = Field(description="ms; None when no job was measured")
+    p95: int | None
+    p99: int | None
+
+
+class LatencyOut(Schema):
+    wait_ms: PercentilesOut = Field(description="Due -> claimed, over the last hour")
+    run_ms: PercentilesOut = Field(description="Claimed -> completed or failed, over the last hour")
+    wait_measured: int = Field(description="Claims measured in the last hour (another runtime's may be not)")
+    run_measured: int
+    arrival_per_s: float = Field(description="Enqueues per second over the ten whole minutes before now")
+    service_per_s: float = Field(description="Claims per second over the same minutes")
+    time_to_drain_s: float | None = Field(description="The due backlog over (service - arrival); 0 when nothing "
+                                          "is due, None when it is not shrinking")
+    rate_window_s: int
+
+
 class QueueOut(Schema):
     queue: str
     stats: StatsOut | None = Field(description="None when the queue could not be read (see error)")
     error: str | None = None
+    latency: LatencyOut | None = Field(None, description="One queue's read only (not the list)")
+
+
+SLO_NAME_PATTERN = r"^[^{}:\x00-\x20\x7f]+$"
+
+
+class SloIn(Schema):
+    metric: Literal["wait", "run"]
+    under_ms: int = Field(ge=1, le=86_400_000, description="The wait or run the jobs should stay under")
+    target: float = Field(gt=0, lt=100, description="Percent of jobs under under_ms, such as 95 or 99.9")
+    window_days: int = Field(30, ge=1, le=90)
+
+
+class ObjectiveOut(Schema):
+    name: str = Field(description="The queue, or the pattern the objective was set for")
+    metric: Literal["wait", "run"]
+    under_ms: int
+    target: float
+    window_days: int
+    set_by: str
+    set_ms: int | None
+    pattern: bool
+    objective: str = Field(description="The objective in words")
+
+
+class SloStatusOut(ObjectiveOut):
+    queue: str
+    attainment: float | None = Field(description="Share of the jobs measured over the window under under_ms; "
+                                     "None when none was measured")
+    measured: int
+    budget_left: float | None = Field(description="Share of the window's error budget not spent (negative: overspent)")
+    burn_rate: dict[str, float | None] = Field(description="Window (5m, 30m, 1h, 6h) -> burn rate (1: the budget "
+                                               "spent exactly over the objective's window)")
+    burning_fast: bool = Field(description="1 h and 5 min burn rates both at 14.4 or more")
+
+
+class SloOut(Schema):
+    queue: str
+    slo: SloStatusOut | None = Field(description="The objective that applies (the queue's own, else a pattern's)")
+
+
+class SloChangeOut(Schema):
+    name: str
+    previous: ObjectiveOut | None
+    audit_id: int
 
 
 class QueueListOut(Schema):

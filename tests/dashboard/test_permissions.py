@@ -136,6 +136,10 @@ VIEWS: dict[str, Entry] = {
     "api/queue/jobs": page("/api/queue/jobs", "q={q}&state=failed", get=API_READ),
     "api/job": page("/api/job", "q={q}&id=a", get=API_READ),
     "api/queues/<q>/why": page("/api/queues/{q}/why", get=API_READ),
+    # PUT runs before DELETE (METHODS order), so the operators' DELETE finds the objective their PUT set.
+    "api/queues/<q>/slo": Entry("/api/queues/{q}/slo", {"GET": API_READ, "HEAD": API_READ, "PUT": API_ACT,
+                                                        "DELETE": API_ACT},
+                                json_body={"metric": "wait", "under_ms": 30000, "target": 95}),
     "api/jobs/<q>/<path:id>/why": page("/api/jobs/{q}/a/why", get=API_READ),
     "api/audit": page("/api/audit", get=API_READ),
     "api/runs/<run_id>": page("/api/runs/{run}", get=API_READ),

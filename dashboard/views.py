@@ -24,6 +24,7 @@ from .census import census_pass
 from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.latency_chart import queue_latency_context
+from .monitoring.overview_latency import overview_latency_context
 from .monitoring.workers import held_by_gone_worker, queue_workers_context
 from .queue_names import queue_missing
 from .services import emq, live_follower, read
@@ -81,6 +82,11 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     rows = with_reasons(rows, read(lambda mq: overview_reasons(mq, names)))
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
     context.update(row_html.overview_table_context(query, total, rows, cluster=cluster))
+    if not request.htmx:
+        shown = context.get("rows") or []
+        context.update(overview_latency_context(
+            {row.name: row.stats.due for row in shown if row.stats is not None},
+            request.GET.get("lsort", "")))
     context.update(queues_stale=census.names_error, odd_registry=census.names_odd,
                    totals=presenters.totals(census.totals(), chart), now_ms=now_ms)
     if _wants_fragment(request, "overview-rows"):

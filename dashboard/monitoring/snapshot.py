@@ -25,7 +25,7 @@ from typing import Any, Final
 from django.conf import settings
 
 from dashboard.services import read
-from queues import Unavailable, reads, slo, why
+from queues import Refused, Unavailable, reads, slo, why
 from queues.health import ServerHealth, server_health
 from queues.reads import QueueStats
 
@@ -164,7 +164,7 @@ class Walker:
     def _slo_statuses(self, queues: list[str]) -> dict[str, slo.SloStatus]:
         try:
             found = read(lambda mq: mq.run(slo.slos()))
-        except Unavailable as error:
+        except (Unavailable, Refused) as error:  # Redis down, or emq:slos of another type
             log.warning("metrics: objectives: %s", error)
             return {}
         if not found.slos:

@@ -99,6 +99,8 @@ class QueueRow:
     spark: Spark | None = None
     # Its first why reason, read for the rows on screen (None: the column is off, or not read yet).
     reason: Reason | None = None
+    # How old its counts are (the census may have read them a while ago), by the server's clock.
+    age_ms: int = 0
 
     @property
     def dom_id(self) -> str:
@@ -113,7 +115,8 @@ def queue_rows(names: Sequence[str], results: Sequence[QueueStats | Exception | 
         if result is None:
             rows.append(QueueRow(name, None, "", locations.get(name)))
         elif isinstance(result, QueueStats):
-            rows.append(QueueRow(name, result, "", locations.get(name), spark_for(throughput, name, now_ms)))
+            rows.append(QueueRow(name, result, "", locations.get(name), spark_for(throughput, name, now_ms),
+                                 age_ms=max(now_ms - result.now_ms, 0) if now_ms else 0))
         else:
             rows.append(QueueRow(name, None, _describe(result), locations.get(name)))
     return rows

@@ -43,6 +43,10 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
         why = escape(visible_plain(f"paused by {s.paused_by or 'someone'}" + (f": {s.paused_reason}" if s.paused_reason else "")))
         paused = f' <span class="badge paused" title="{why}">paused</span>'
     attrs += ' tabindex="0"'  # j / k reach it, Enter opens it
+    if s is not None and row.age_ms > STALE_ROW_MS:
+        # Counts the census read a while ago: marked, with their age, so none passes for now.
+        paused += (f' <span class="figure stale" title="these counts are a census reading">stale, '
+                   f'<span data-since="{s.now_ms}">{duration(row.age_ms)} ago</span></span>')
     out = [f'<tr{attrs}><td class="name"><a href="{queue_url}?q={_q(row.name)}">{visible(row.name)}</a>{paused}</td>']
     if s is not None:
         failed, active, done = s.counts["failed"], s.counts["active"], s.counts["done"]
@@ -81,6 +85,10 @@ def overview_rows(rows: Iterable[QueueRow], *, cluster: bool, oob: bool = False)
     queue_url = reverse("queue")
     return mark_safe("".join(overview_row(row, cluster=cluster, oob=oob, queue_url=queue_url) for row in rows))
 
+
+# A row whose counts are older than this says so (the census reads every queue in turn; a page's own rows
+# are read live).
+STALE_ROW_MS = 15_000
 
 # The queue page's message also holds its summary, the clock and the Redis banner (an error's words).
 QUEUE_MESSAGE_MARGIN_BYTES = 4096

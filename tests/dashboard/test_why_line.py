@@ -117,3 +117,17 @@ async def test_overview_tabs_of_one_process_share_their_rows_reasons_for_5_s(con
         await amq.close()
     assert [first[n].code for n in names] == ["no_live_worker"] * 3
     assert second == {n: first[n] for n in names[:2]} and scripts == 0
+
+
+def test_an_overview_row_whose_counts_are_an_old_census_reading_says_stale_with_its_age(db: None) -> None:
+    from dashboard.presenters import QueueRow
+    from dashboard.rows import overview_row
+    from queues.reads import QueueStats
+
+    stats = QueueStats("mail", 1_000_000, {"pending": 2, "active": 0, "done": 0, "failed": 0}, 2, 0, 999_000, None, "")
+
+    fresh = overview_row(QueueRow("mail", stats, age_ms=2_000), cluster=False)
+    old = overview_row(QueueRow("mail", stats, age_ms=40_000), cluster=False)
+
+    assert "stale" not in fresh
+    assert '<span class="figure stale"' in old and 'data-since="1000000">40 s ago' in old

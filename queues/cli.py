@@ -31,15 +31,16 @@ from typing import Any, NoReturn
 
 from . import latency, slo
 from .client import EchoMQ
+from .deploys import deploy_mark, deploy_marks
 from .errors import Duplicate, EmqError, InvalidInput, JobMissing
 from .failures import group_failed, groups
 from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
 from .keys import STATES
-from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS
+from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, MAX_INT
 from .operator_moves import JOB_MOVES
 from .scripts import script
-from .search import FILTERS, MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches
+from .search import FILTERS, MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches, parse_moment
 from .visible import INVISIBLE, visible
 
 
@@ -394,6 +395,22 @@ def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:
     print(total.describe())
 
 
+def cmd_deploy_mark(mq: EchoMQ, args: argparse.Namespace) -> None:
+    at = None if args.at is None else parse_moment(args.at, now_ms=mq.run(deploy_marks(since_ms=0, until_ms=0,
+                                                                                      limit=1)).now_ms)
+    marked = mq.run(deploy_mark(args.label, at_ms=at))
+    print(_shown(f"deploy {args.label} marked at {iso_time(marked.at_ms)}")
+          + ("" if marked.new else " (marked in that minute already: one mark)"))
+
+
+def cmd_deploy_list(mq: EchoMQ, args: argparse.Namespace) -> None:
+    found = mq.run(deploy_marks(since_ms=0, until_ms=MAX_INT - 1, limit=args.limit))
+    for mark in found.marks:
+        _out(mark.as_dict()) if args.json else print(f"{iso_time(mark.at_ms)}\t{_shown(mark.label)}")
+    if not found.marks:
+        print("emq: no deploy marks", file=sys.stderr)
+
+
 def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     print(script(args.name).source, end="")
 
@@ -540,6 +557,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("move", choices=sorted(MATCH_MOVES))
     search_filters(p)
     p.add_argument("--yes", action="store_true", help="do it (without: say how many it would act on)")
+    p = command("deploy", cmd_deploy_list, "deploy marks: mark a release's deploy (drawn on every chart), list them")
+    deploy_sub = p.add_subparsers(dest="deploy_command")
+    p = deploy_sub.add_parser("mark", help="mark that release LABEL went out (now, or --at); one mark per label a minute")
+    p.set_defaults(run=cmd_deploy_mark)
+    p.add_argument("label")
+    p.add_argument("--at", help="when: epoch ms, ISO time (UTC unless it says) or an age like 10m")
+    p = deploy_sub.add_parser("list", help="the marks kept (90 days), oldest first")
+    p.set_defaults(run=cmd_deploy_list)
+    p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--json", action="store_true")
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")
     p = command("worker", cmd_worker, "run handlers for a queue")

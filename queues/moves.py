@@ -525,18 +525,24 @@ def resume(queue: str, *, actor: str = "") -> Call[PauseResult]:
 WORKER_HELD_IDS: Final = 20
 
 
-def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: int, runtime: str,
-                    concurrency: int, started_ms: int, held: list[str], release: str = "") -> Call[int]:
-    """A worker's heartbeat in the queue's registry; returns when its entry expires (server ms).
+@dataclass(frozen=True, slots=True)
+class Registration:
+    expires_ms: int
+    new_release: bool = False
 
-    ``release`` (its code's version, '' when it cannot tell) is what each attempt it claims records."""
+
+def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: int, runtime: str,
+                    concurrency: int, started_ms: int, held: list[str], release: str = "") -> Call[Registration]:
+    """A worker's heartbeat in the queue's registry: when its entry expires (server ms), and whether its
+    ``release`` (its code's version, '' when it cannot tell; each attempt it claims records it) is new to
+    the queue (the worker then adds a deploy mark)."""
     keys = QueueKeys(queue)
     worker_id = validate_job_id(worker_id)
     shown = "\n".join(held[:WORKER_HELD_IDS])
 
-    def parse(reply: list[Any]) -> int:
+    def parse(reply: list[Any]) -> Registration:
         refused_whole("register_worker", reply)
-        return int(_text(reply[2]))
+        return Registration(int(_text(reply[2])), len(reply) > 3 and _text(reply[3]) == "1")
 
     return Call("register_worker", keys.script_keys(None),
                 [worker_id, _int(ttl_ms, "ttl_ms", 1000, MAX_LEASE_MS), host, _int(pid, "pid", 0),

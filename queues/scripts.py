@@ -43,6 +43,8 @@ READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", 
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram")
 # Latency objectives, in one key outside every queue's slot (see queues/slo.py).
 SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
+# Deploy marks, in one key outside every queue's slot (see queues/deploys.py).
+DEPLOY_SCRIPTS: Final = ("deploy_mark", "deploy_marks")
 
 
 @dataclass(frozen=True, slots=True)

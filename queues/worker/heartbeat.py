@@ -10,6 +10,7 @@ import socket
 
 from .. import moves
 from ..client import AsyncEchoMQ
+from ..deploys import deploy_mark
 from ..errors import EmqError, OutOfMemory, Unavailable
 from .ledger import Held, Ledger
 from .settings import RUNTIME, WorkerSettings
@@ -45,10 +46,14 @@ async def register(settings: WorkerSettings, ledger: Ledger, client: AsyncEchoMQ
         if leaving:
             await client.run(moves.unregister_worker(settings.queue, settings.actor))
         else:
-            await client.run(moves.register_worker(
+            registered = await client.run(moves.register_worker(
                 settings.queue, settings.actor, ttl_ms=ttl_ms, host=socket.gethostname(),
                 pid=os.getpid(), runtime=RUNTIME, concurrency=settings.concurrency, started_ms=settings.started_ms,
                 held=ledger.held_ids(), release=settings.release))
+            if registered.new_release:
+                # The first worker of a release on this queue marks the deploy on every chart.
+                marked = await client.run(deploy_mark(settings.release))
+                log.info("release %s is new to %s: deploy mark at %d", settings.release, settings.queue, marked.at_ms)
     except OutOfMemory as error:
         refusal = refusal or ("oom", str(error))
     except EmqError as error:  # the registry is for people watching; the work goes on without it

@@ -26,6 +26,7 @@ import redis
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from queues import EchoMQ, QueueKeys
+from queues.deploys import DEPLOYS_KEY
 from queues.keys import LEASE_INDEX
 from queues.operator_moves import JOB_MOVES
 from queues.scripts import LUA_DIR, READS, expand, script
@@ -226,6 +227,9 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
                     st.sampled_from(["99", "99.9", "100", "0", "1e2", "99.9999"]), st.one_of(st.just("30"), numbers), actor],
         "slo_delete": [st.sampled_from(["q", "mail-*", ""])],
         "slos": [],
+        "deploy_mark": [st.sampled_from(["v1.5.0", "", "a" * 65, "v\n1"]),
+                        st.one_of(st.sampled_from(["", "1796000000000"]), numbers)],
+        "deploy_marks": [numbers, numbers, limit],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -262,6 +266,8 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
         return [LEASE_INDEX]
     if name.startswith("slo"):
         return [SLO_KEY]
+    if name.startswith("deploy_mark"):
+        return [DEPLOYS_KEY]
     if picks or not argv:
         return keys + [KEYS.prefix]
     return keys + [KEYS.prefix + "job:" + str(argv[0])]

@@ -37,7 +37,8 @@ from dashboard.actions.confirmations import (
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.bearer import NOT_BEARER, request_bearer
-from dashboard.orders.tokens import api_token_user
+from dashboard.orders.models import ApiToken
+from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
@@ -66,11 +67,13 @@ class TokenAuth(HttpBearer):
         return self.authenticate(request, token) if sent and token is not None else None
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        user = api_token_user(token)
-        if user is None:
+        found = api_token_find(token)
+        if found is None:
             # Told apart from a missing token in the 401 (the session may still let the caller in).
             request.emq_token_refused = True  # type: ignore[attr-defined]
-        return user
+            return None
+        request.emq_token_scope = found.scope  # type: ignore[attr-defined]
+        return found.user
 
 
 class SignedInSession(SessionAuth):
@@ -216,6 +219,8 @@ def _operator(request: HttpRequest, data: dict[str, Any]) -> Any:
     """The caller when they may act on the queue; a refusal by role is an audit row, as on the pages."""
     user = request.auth  # type: ignore[attr-defined]
     reason = access.refusal(user, data.get("q") or None)
+    if reason is None and getattr(request, "emq_token_scope", ApiToken.Scope.ACT) != ApiToken.Scope.ACT:
+        reason = READ_ONLY
     if reason is not None:
         actions.record_forbidden(user=user, data=data, reason=reason)
         raise PermissionDenied(reason)

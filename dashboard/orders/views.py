@@ -30,7 +30,8 @@ from exchange.gateway import MAX_BODY_BYTES
 from exchange.orders import ORDERS_QUEUE, KeyTypeConflict
 from queues import InvalidInput, Unavailable
 
-from .tokens import PLACE_PERMISSION, api_token_find
+from .models import ApiToken
+from .tokens import PLACE_PERMISSION, READ_ONLY, api_token_find
 
 UNREACHABLE: Final = ("Redis is unreachable, so the order may not have been admitted. Nothing is half-written: "
                       "retry with the same client_order_id, which can never place a second order.")
@@ -49,6 +50,7 @@ def _error(status: int, message: str, **extra: Any) -> JsonResponse:
 class Caller:
     user: User
     token_name: str | None  # None: a session
+    scope: str = ApiToken.Scope.ACT  # a session does what its user may
 
     @property
     def actor(self) -> str:
@@ -68,7 +70,7 @@ def _caller(request: HttpRequest) -> tuple[Caller | None, str]:
         token = api_token_find(secret)
         if token is None:
             return None, "the API token is not valid"
-        return Caller(token.user, token.name), ""
+        return Caller(token.user, token.name, token.scope), ""
     if request.user.is_authenticated:
         return Caller(request.user, None), ""
     return None, "log in, or send Authorization: Bearer <token>"
@@ -101,6 +103,8 @@ def place_order_api(request: HttpRequest) -> JsonResponse:
         if reason:
             return _error(403, f"CSRF check failed: {reason}")
     user = caller.user
+    if caller.scope != ApiToken.Scope.ACT:
+        return _refused(caller, 403, READ_ONLY)
     if not user.has_perm(PLACE_PERMISSION):
         return _refused(caller, 403, f"{user} may not place orders (needs the {PLACE_PERMISSION} permission)")
     outside_grant = grant_refusal(user, ORDERS_QUEUE)

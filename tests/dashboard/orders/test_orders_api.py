@@ -220,7 +220,7 @@ def test_an_admitted_order_shows_on_the_console_like_any_job(api: Client, token:
 
 def test_the_api_token_command_prints_a_token_that_places_orders(api: Client, trader: User) -> None:
     out = io.StringIO()
-    call_command("api_token", "trader", "--name", "bot", stdout=out)
+    call_command("api_token", "trader", "--name", "bot", "--scope", "act", stdout=out)
 
     assert post(api, order(), out.getvalue().strip()).status_code == 201
 
@@ -228,6 +228,6 @@ def test_the_api_token_command_prints_a_token_that_places_orders(api: Client, tr
 def test_the_api_token_command_can_grant_the_permission(api: Client) -> None:
     User.objects.create_user("newbie", password="pw-newbie-1")
     out = io.StringIO()
-    call_command("api_token", "newbie", "--grant", stdout=out)
+    call_command("api_token", "newbie", "--grant", "--scope", "act", stdout=out)
 
     assert post(api, order(), out.getvalue().strip()).status_code == 201

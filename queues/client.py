@@ -9,12 +9,13 @@ run, so sending it again cannot apply a move twice.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
 
 import hiredis
 import redis
@@ -217,7 +218,154 @@ def _registry_refused(kind: object) -> Refused:
     return Refused("queues", "", "wrongtype", QUEUE_REGISTRY, _text(kind))
 
 
-class EchoMQ:
+P = ParamSpec("P")
+
+
+class sends(Generic[P, T]):
+    """A read or move described once, as the :class:`Call` it sends: :class:`EchoMQ` runs the call and
+    returns its result, :class:`AsyncEchoMQ` returns the coroutine that runs it."""
+
+    def __init__(self, describe: Callable[Concatenate[Any, P], Call[T]]) -> None:
+        self.describe = describe
+        self.__doc__ = describe.__doc__
+        self.__name__ = describe.__name__
+
+    @overload
+    def __get__(self, client: None, owner: type) -> sends[P, T]: ...
+    @overload
+    def __get__(self, client: EchoMQ, owner: type) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, client: AsyncEchoMQ, owner: type) -> Callable[P, Awaitable[T]]: ...
+
+    def __get__(self, client: Any, owner: type) -> Any:
+        if client is None:
+            return self
+        describe = self.describe
+
+        def send(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return client.run(describe(client, *args, **kwargs))
+
+        send.__name__ = send.__qualname__ = self.__name__
+        send.__doc__ = self.__doc__
+        send.__signature__ = inspect.signature(describe).replace(  # type: ignore[attr-defined]
+            parameters=list(inspect.signature(describe).parameters.values())[1:])
+        return send
+
+
+class Described:
+    """Every read and move that is one call, described once for both clients (each sends it its way)."""
+
+    actor: str
+
+    # Moves -----------------------------------------------------------------
+
+    @sends
+    def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
+                max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> Call[str]:
+        return moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms, max_attempts=max_attempts,
+                             actor=self.actor)
+
+    @sends
+    def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> Call[list[ClaimedJob]]:
+        return moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count)
+
+    @sends
+    def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> Call[int]:
+        return moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor)
+
+    @sends
+    def complete(self, queue: str, job_id: str, token: object) -> Call[int]:
+        return moves.complete(queue, job_id, token, actor=self.actor)
+
+    @sends
+    def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
+             backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> Call[str]:
+        return moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor)
+
+    @sends
+    def release(self, queue: str, job_id: str, token: object) -> Call[int]:
+        return moves.release(queue, job_id, token, actor=self.actor)
+
+    @sends
+    def pause(self, queue: str, *, reason: str = "") -> Call[moves.PauseResult]:
+        return moves.pause(queue, reason=reason, actor=self.actor)
+
+    @sends
+    def resume(self, queue: str) -> Call[moves.PauseResult]:
+        return moves.resume(queue, actor=self.actor)
+
+    @sends
+    def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
+                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Call[MoveResult]:
+        return moves.operator_move(move, queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                                   actor=self.actor, extra_attempts=extra_attempts)
+
+    @sends
+    def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,
+              expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Call[MoveResult]:
+        return moves.operator_move("retry", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                                   actor=self.actor, extra_attempts=extra_attempts)
+
+    @sends
+    def recover(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                expect_attempts: int | str | None = None) -> Call[MoveResult]:
+        return moves.operator_move("recover", queue, job_id, expect_state=expect_state,
+                                   expect_attempts=expect_attempts, actor=self.actor)
+
+    @sends
+    def promote(self, queue: str, job_id: str, *, expect_state: str | None = None,
+                expect_attempts: int | str | None = None) -> Call[MoveResult]:
+        return moves.operator_move("promote", queue, job_id, expect_state=expect_state,
+                                   expect_attempts=expect_attempts, actor=self.actor)
+
+    @sends
+    def cancel(self, queue: str, job_id: str, *, expect_state: str | None = None,
+               expect_attempts: int | str | None = None) -> Call[MoveResult]:
+        return moves.operator_move("cancel", queue, job_id, expect_state=expect_state,
+                                   expect_attempts=expect_attempts, actor=self.actor)
+
+    @sends
+    def delete(self, queue: str, job_id: str, *, expect_state: str | None = None,
+               expect_attempts: int | str | None = None) -> Call[MoveResult]:
+        return moves.operator_move("delete", queue, job_id, expect_state=expect_state,
+                                   expect_attempts=expect_attempts, actor=self.actor)
+
+    # Reads -----------------------------------------------------------------
+
+    @sends
+    def server_time_ms(self, queue: str) -> Call[int]:
+        """The clock of the server that holds ``queue`` (the one its scripts read)."""
+        return reads.clock(queue)
+
+    @sends
+    def stats(self, queue: str) -> Call[reads.QueueStats]:
+        return reads.stats(queue)
+
+    @sends
+    def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> Call[int]:
+        return reads.count_older(queue, state, older_than_ms)
+
+    @sends
+    def page(self, queue: str, state: str, **where: Any) -> Call[reads.Page]:
+        """A page of a state's set; ``where`` as :func:`queues.reads.page` takes it (offset, after, limit, ...)."""
+        return reads.page(queue, state, **where)
+
+    @sends
+    def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> Call[reads.JobView]:
+        return reads.job(queue, job_id, payload_bytes=payload_bytes)
+
+    @sends
+    def payload(self, queue: str, job_id: str, *, max_bytes: int = reads.PAYLOAD_READ_MAX) -> Call[bytes]:
+        """The whole payload, for a download; :class:`Refused` (``too_large``) above ``max_bytes``."""
+        return reads.payload(queue, job_id, max_bytes=max_bytes)
+
+    @sends
+    def job_events(self, queue: str, job_id: str) -> Call[list[reads.Event]]:
+        """A job's history, newest first, from its own hash: O(its length) however busy the queue is."""
+        return reads.history(queue, job_id)
+
+
+class EchoMQ(Described):
     """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``.
 
     With ``wait_replicas=N`` every move is followed, on the same connection
@@ -459,60 +607,6 @@ class EchoMQ:
 
     # Moves -----------------------------------------------------------------
 
-    def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
-                max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> str:
-        return self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
-                                      max_attempts=max_attempts, actor=self.actor))
-
-    def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> list[ClaimedJob]:
-        return self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
-
-    def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> int:
-        return self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
-
-    def complete(self, queue: str, job_id: str, token: object) -> int:
-        return self.run(moves.complete(queue, job_id, token, actor=self.actor))
-
-    def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
-             backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> str:
-        return self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
-
-    def release(self, queue: str, job_id: str, token: object) -> int:
-        return self.run(moves.release(queue, job_id, token, actor=self.actor))
-
-    def pause(self, queue: str, *, reason: str = "") -> moves.PauseResult:
-        return self.run(moves.pause(queue, reason=reason, actor=self.actor))
-
-    def resume(self, queue: str) -> moves.PauseResult:
-        return self.run(moves.resume(queue, actor=self.actor))
-
-    def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
-                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
-        return self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
-                                            expect_attempts=expect_attempts, actor=self.actor,
-                                            extra_attempts=extra_attempts))
-
-    def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,
-              expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
-        return self.operator_move("retry", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
-                                  extra_attempts=extra_attempts)
-
-    def recover(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                expect_attempts: int | str | None = None) -> MoveResult:
-        return self.operator_move("recover", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
-
-    def promote(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                expect_attempts: int | str | None = None) -> MoveResult:
-        return self.operator_move("promote", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
-
-    def cancel(self, queue: str, job_id: str, *, expect_state: str | None = None,
-               expect_attempts: int | str | None = None) -> MoveResult:
-        return self.operator_move("cancel", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
-
-    def delete(self, queue: str, job_id: str, *, expect_state: str | None = None,
-               expect_attempts: int | str | None = None) -> MoveResult:
-        return self.operator_move("delete", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts)
-
     def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
                      max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
         """Enqueue with one ``enqueue_many`` script per ``chunk`` jobs, pipelined; returns the new ids."""
@@ -557,32 +651,11 @@ class EchoMQ:
         return _total(self.batches(lambda skip: moves.purge(
             queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip)))
 
-    def server_time_ms(self, queue: str) -> int:
-        """The clock of the server that holds ``queue`` (the one its scripts read)."""
-        return self.run(reads.clock(queue))
-
     # Reads -----------------------------------------------------------------
-
-    def stats(self, queue: str) -> reads.QueueStats:
-        return self.run(reads.stats(queue))
 
     def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
         """Each queue's stats or the error its read met, in order (one round trip per node)."""
         return self.run_many([reads.stats(q) for q in queues])
-
-    def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> int:
-        return self.run(reads.count_older(queue, state, older_than_ms))
-
-    def page(self, queue: str, state: str, **where: Any) -> reads.Page:
-        """A page of a state's set; ``where`` as :func:`queues.reads.page` takes it (offset, after, limit, ...)."""
-        return self.run(reads.page(queue, state, **where))
-
-    def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> reads.JobView:
-        return self.run(reads.job(queue, job_id, payload_bytes=payload_bytes))
-
-    def payload(self, queue: str, job_id: str, *, max_bytes: int = reads.PAYLOAD_READ_MAX) -> bytes:
-        """The whole payload, for a download; :class:`Refused` (``too_large``) above ``max_bytes``."""
-        return self.run(reads.payload(queue, job_id, max_bytes=max_bytes))
 
     def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
                since_ms: int | None = None) -> list[reads.Event]:
@@ -598,10 +671,6 @@ class EchoMQ:
         except Exception as error:
             raise span.translate(error) from error
         return [reads.parse_event(entry_id, data) for entry_id, data in entries]
-
-    def job_events(self, queue: str, job_id: str) -> list[reads.Event]:
-        """A job's history, newest first, from its own hash: O(its length) however busy the queue is."""
-        return self.run(reads.history(queue, job_id))
 
     def queues(self) -> list[str]:
         """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`).
@@ -743,7 +812,7 @@ def _total(batches: Iterable[BatchResult]) -> BatchResult:
     return BatchResult(moved, missing, skipped, False, to_failed, next_deadline_ms)
 
 
-class AsyncEchoMQ:
+class AsyncEchoMQ(Described):
     """The asyncio client, used by the worker runner and the console's live parts."""
 
     def __init__(self, client: AsyncClient, *, actor: str | None = None, wait_replicas: int = 0,
@@ -863,64 +932,6 @@ class AsyncEchoMQ:
 
     # Moves (as EchoMQ's) -----------------------------------------------------
 
-    async def enqueue(self, queue: str, payload: object, *, job_id: str | None = None, delay_ms: int = 0,
-                      max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS) -> str:
-        return await self.run(moves.enqueue(queue, payload, job_id=job_id, delay_ms=delay_ms,
-                                            max_attempts=max_attempts, actor=self.actor))
-
-    async def claim(self, queue: str, *, lease_ms: int = moves.DEFAULT_LEASE_MS, count: int = 1) -> list[ClaimedJob]:
-        return await self.run(moves.claim(queue, lease_ms=lease_ms, worker=self.actor, count=count))
-
-    async def extend(self, queue: str, job_id: str, token: object, *, lease_ms: int = moves.DEFAULT_LEASE_MS) -> int:
-        return await self.run(moves.extend(queue, job_id, token, lease_ms=lease_ms, actor=self.actor))
-
-    async def complete(self, queue: str, job_id: str, token: object) -> int:
-        return await self.run(moves.complete(queue, job_id, token, actor=self.actor))
-
-    async def fail(self, queue: str, job_id: str, token: object, *, error: str = "",
-                   backoff_ms: int = moves.DEFAULT_BACKOFF_MS) -> str:
-        return await self.run(moves.fail(queue, job_id, token, error=error, backoff_ms=backoff_ms, actor=self.actor))
-
-    async def release(self, queue: str, job_id: str, token: object) -> int:
-        return await self.run(moves.release(queue, job_id, token, actor=self.actor))
-
-    async def pause(self, queue: str, *, reason: str = "") -> moves.PauseResult:
-        return await self.run(moves.pause(queue, reason=reason, actor=self.actor))
-
-    async def resume(self, queue: str) -> moves.PauseResult:
-        return await self.run(moves.resume(queue, actor=self.actor))
-
-    async def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
-                            expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
-        return await self.run(moves.operator_move(move, queue, job_id, expect_state=expect_state,
-                                                  expect_attempts=expect_attempts, actor=self.actor,
-                                                  extra_attempts=extra_attempts))
-
-    async def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                    expect_attempts: int | str | None = None, extra_attempts: int = 1) -> MoveResult:
-        return await self.operator_move("retry", queue, job_id, expect_state=expect_state,
-                                        expect_attempts=expect_attempts, extra_attempts=extra_attempts)
-
-    async def recover(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                      expect_attempts: int | str | None = None) -> MoveResult:
-        return await self.operator_move("recover", queue, job_id, expect_state=expect_state,
-                                        expect_attempts=expect_attempts)
-
-    async def promote(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                      expect_attempts: int | str | None = None) -> MoveResult:
-        return await self.operator_move("promote", queue, job_id, expect_state=expect_state,
-                                        expect_attempts=expect_attempts)
-
-    async def cancel(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                     expect_attempts: int | str | None = None) -> MoveResult:
-        return await self.operator_move("cancel", queue, job_id, expect_state=expect_state,
-                                        expect_attempts=expect_attempts)
-
-    async def delete(self, queue: str, job_id: str, *, expect_state: str | None = None,
-                     expect_attempts: int | str | None = None) -> MoveResult:
-        return await self.operator_move("delete", queue, job_id, expect_state=expect_state,
-                                        expect_attempts=expect_attempts)
-
     async def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
                            max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
         """As :meth:`EchoMQ.enqueue_many`."""
@@ -966,26 +977,8 @@ class AsyncEchoMQ:
 
     # Reads (as EchoMQ's) -----------------------------------------------------
 
-    async def server_time_ms(self, queue: str) -> int:
-        return await self.run(reads.clock(queue))
-
-    async def stats(self, queue: str) -> reads.QueueStats:
-        return await self.run(reads.stats(queue))
-
     async def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
         return await self.run_many([reads.stats(q) for q in queues])
-
-    async def count_older(self, queue: str, state: str, *, older_than_ms: int = 0) -> int:
-        return await self.run(reads.count_older(queue, state, older_than_ms))
-
-    async def page(self, queue: str, state: str, **where: Any) -> reads.Page:
-        return await self.run(reads.page(queue, state, **where))
-
-    async def job(self, queue: str, job_id: str, *, payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> reads.JobView:
-        return await self.run(reads.job(queue, job_id, payload_bytes=payload_bytes))
-
-    async def payload(self, queue: str, job_id: str, *, max_bytes: int = reads.PAYLOAD_READ_MAX) -> bytes:
-        return await self.run(reads.payload(queue, job_id, max_bytes=max_bytes))
 
     async def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
                      since_ms: int | None = None) -> list[reads.Event]:
@@ -1000,9 +993,6 @@ class AsyncEchoMQ:
         except Exception as error:
             raise span.translate(error) from error
         return [reads.parse_event(entry_id, data) for entry_id, data in entries]
-
-    async def job_events(self, queue: str, job_id: str) -> list[reads.Event]:
-        return await self.run(reads.history(queue, job_id))
 
     async def queues(self) -> list[str]:
         """As :meth:`EchoMQ.queues`."""

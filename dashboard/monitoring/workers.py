@@ -10,17 +10,17 @@ from django.views.decorators.http import require_GET
 
 from dashboard.services import read
 from dashboard.viewing import viewers_only
-from queues import InvalidInput, Unavailable, reads, validate_queue_name
+from queues import InvalidInput, Refused, Unavailable, reads, validate_queue_name
 
 QUEUES_PER_PAGE: Final = 200
 WORKERS_PER_QUEUE: Final = 100
 
 
 def live_workers(queue: str) -> reads.Workers | None:
-    """The queue's live workers, or None when Redis cannot tell now."""
+    """The queue's live workers, or None when Redis cannot tell now (or the registry key holds another type)."""
     try:
         return read(lambda mq: mq.run(reads.workers(queue, limit=WORKERS_PER_QUEUE)))
-    except (Unavailable, InvalidInput):
+    except (Unavailable, InvalidInput, Refused):
         return None
 
 

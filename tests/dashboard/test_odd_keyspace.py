@@ -157,7 +157,7 @@ def cli_problems(url: str, job_ids: list[str]) -> list[str]:
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = emq(["--url", url, *argv])
-        if "emq: error:" in err.getvalue() or code not in (0, 1, 2, 3, 4):
+        if "emq: error:" in err.getvalue() or code not in (0, 1, 2, 3, 4, 7):  # 7: no such job
             problems.append(f"emq {' '.join(argv)}: exit {code}: {err.getvalue()[:300]}")
         elif invisible_in(out.getvalue() + err.getvalue()):
             problems.append(f"emq {' '.join(argv)} printed {invisible_in(out.getvalue() + err.getvalue())}")

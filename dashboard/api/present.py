@@ -57,7 +57,10 @@ def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str
     fields = {name: _text(value, FIELD_LIMIT) for name, value in view.fields.items() if name != "payload"}
     return {"queue": view.queue, "id": view.id, "now_ms": view.now_ms, "exists": view.exists, "state": view.state,
             "attempts": number(view.attempts), "payload": payload, "payload_encoding": encoding,
-            "payload_length": len(view.payload), "payload_cut": cut, "fields": fields, "scores": view.scores,
+            # The length is the hash field's (HSTRLEN), whatever was read of it; a payload too long to read
+            # whole comes as its stored preview, and says so.
+            "payload_length": view.payload_length, "payload_cut": cut or not view.payload_whole,
+            "payload_preview": not view.payload_whole, "fields": fields, "scores": view.scores,
             "lease_left_ms": view.lease_left_ms, "warnings": view.warnings,
             "history": [event_out(e) for e in history], "history_error": history_error}
 

@@ -175,8 +175,10 @@ class JobOut(Schema):
     attempts: int | None = Field(description=ATTEMPTS_OUT)
     payload: str = Field(description="The payload as text (hexadecimal when it is not UTF-8), cut at 64 KiB")
     payload_encoding: Literal["json", "text", "bytes"]
-    payload_length: int
-    payload_cut: bool
+    payload_length: int = Field(description="The stored payload's length in bytes (HSTRLEN), however much is shown")
+    payload_cut: bool = Field(description="True when payload is not the whole payload (cut, or only its preview)")
+    payload_preview: bool = Field(description="True when payload is the job's stored preview, not the payload: "
+                                              "the payload is too long to read here (GET /job/payload/ has it)")
     fields: dict[str, str] = Field(description="The job hash's other fields, each cut at 4 KiB")
     scores: dict[str, int] = Field(description="The sets that hold the id, with its score in each")
     lease_left_ms: int | None

@@ -84,4 +84,5 @@ def overview_latency_context(dues: dict[str, int], sort: str) -> dict[str, Any]:
     rows = [_row(q, dues[q], found, statuses.get(q)) for q, found in zip(names, results)
             if isinstance(found, Latency)]
     return {"latency_rows": sorted(rows, key=lambda r: _sort_key(sort, r)), "latency_sort": sort,
-            "latency_sorts": SORTS, "burning_fast": [r.queue for r in rows if r.burning_fast]}
+            "latency_sort_label": SORTS[sort], "latency_sorts": SORTS,
+            "burning_fast": [r.queue for r in rows if r.burning_fast]}

@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from . import views
 from .api.api import api, not_found
+from .orders import token_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -18,6 +19,9 @@ urlpatterns = [
     path("job/", views.job_detail, name="job"),
     path("job/payload/", views.job_payload, name="job_payload"),
     path("find/", views.find, name="find"),
+    # A user's own API tokens: listed (never the secret) and revocable.
+    path("tokens/", token_views.tokens_page, name="tokens"),
+    path("tokens/revoke/", token_views.token_revoke, name="token_revoke"),
     path("", include("dashboard.search.urls")),
     # Operator actions and the audit log.
     path("", include("dashboard.actions.urls")),

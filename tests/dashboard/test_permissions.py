@@ -106,6 +106,8 @@ VIEWS: dict[str, Entry] = {
     "queue/": page("/queue/", "q={q}"),
     "job/": page("/job/", "q={q}&id=a"),
     "job/payload/": page("/job/payload/", "q={q}&id=a"),
+    "tokens/": page("/tokens/"),
+    "tokens/revoke/": action("/tokens/revoke/", {"id": "0"}, post=(302, 302, 302, 302, 302, 403)),
     "find/": page("/find/", "id=a&q={q}", get=(302, 302, 302, 302, 302, 403)),
     "actions/job/": action("/actions/job/", {"q": "{q}", "id": "a", "move": "retry", "state": "failed",
                                              "attempts": "1"}),

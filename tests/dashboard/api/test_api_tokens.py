@@ -92,3 +92,19 @@ def test_a_demoted_or_deactivated_users_tokens_are_gone(client: Client, operator
     assert client.get("/api/queues", headers=bearer(operators)).status_code == 401
     assert client.get("/api/queues", headers=bearer(viewers)).status_code == 401
     assert not ApiToken.objects.exists()
+
+
+def test_the_tokens_page_lists_a_users_own_tokens_without_secrets_and_revokes_only_their_own(
+        viewer: User, viewer_client: Client, operator: User) -> None:
+    mine = api_token_create(user=viewer, name="grafana", scope="read")
+    theirs = api_token_create(user=operator, name="deploy")
+    other = ApiToken.objects.get(name="deploy")
+
+    page = viewer_client.get("/tokens/").content.decode()
+    viewer_client.post("/tokens/revoke/", {"id": str(other.pk)})
+
+    assert "grafana" in page and "read only" in page and "deploy" not in page
+    assert mine not in page and theirs not in page
+    assert ApiToken.objects.filter(pk=other.pk).exists()
+    assert viewer_client.post("/tokens/revoke/", {"id": str(ApiToken.objects.get(name="grafana").pk)}).status_code == 302
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["deploy"]

@@ -61,6 +61,7 @@ class AuditEntry(models.Model):
 
         CANCEL_RUN = "cancel_run", "cancel a bulk run"
         PLACE_ORDER = "place_order", "place an order"
+        MARK_DEPLOY = "mark_deploy", "mark a deploy"
         LOGIN = "login", "log in"
         SLO_SET = "slo_set", "set a latency objective"
         SLO_DELETE = "slo_delete", "delete a latency objective"

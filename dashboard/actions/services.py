@@ -7,6 +7,7 @@ at once (one script); bulk actions are checked here and handed to the runner.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.services import emq
 from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
+from queues.deploys import deploy_mark
 from queues.operator_moves import JOB_MOVE_NAMES
 from queues.search import Query
 
@@ -166,3 +168,26 @@ def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
     runner.request_stop(entry_id)
     entry.refresh_from_db()
     return entry
+
+
+def deploy_mark_act(*, user: Any, label: str, queue: str = "", at_ms: int | None = None) -> AuditEntry:
+    """Marks a deploy of ``label`` (on every chart; one per label a minute), as an audit row. ``queue``: the page
+    it was marked from (the mark itself is every queue's). Raises PermissionDenied for a viewer (not recorded
+    here: the caller records refusals by role), InvalidInput for a bad label."""
+    reason = access.refusal(user, queue or None)
+    if reason is not None:
+        raise PermissionDenied(reason)
+    try:
+        marked = emq().run(deploy_mark(label, at_ms=at_ms))
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether the mark was written: {error}"
+    else:
+        outcome = AuditEntry.Outcome.MOVED if marked.new else AuditEntry.Outcome.FINISHED
+        when = datetime.fromtimestamp(marked.at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        text = (f"marked the deploy of {label} at {when}" if marked.new
+                else f"the deploy of {label} was marked in that minute already (at {when}): one mark")
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=AuditEntry.Action.MARK_DEPLOY,
+        scope=AuditEntry.Scope.QUEUE, jobs=[], parameters={"label": label}, outcome=outcome, result=text,
+        finished_at=now, updated_at=now)

@@ -44,6 +44,7 @@ from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
+from queues.deploys import deploy_marks
 from queues.keys import validate_state
 from queues.reads import QueueStats
 
@@ -549,3 +550,25 @@ def orders_place(request: HttpRequest) -> HttpResponse:
     every order. 201 admitted, 200 the same order again ("duplicate"), 409 the same client_order_id with other
     values (``differs`` names them), 400 every bad field named, 503 not known whether it was placed (retry)."""
     return place_order_api(request)
+
+
+# Deploy marks ------------------------------------------------------------------------------------
+
+@api.get("/deploys", response={200: s.DeployMarksOut, **ERRORS}, summary="Deploy marks, oldest first")
+def deploys_list(request: HttpRequest, since_ms: int = Query(0, ge=0, le=10 ** 14 - 2),
+                 until_ms: int = Query(10 ** 14 - 2, ge=0, le=10 ** 14 - 2),
+                 limit: int = Query(200, ge=1, le=1000)) -> Any:
+    _viewer(request)
+    found = read(lambda mq: mq.run(deploy_marks(since_ms=since_ms, until_ms=until_ms, limit=limit)))
+    return {"now_ms": found.now_ms, "marks": [m.as_dict() for m in found.marks]}
+
+
+@api.post("/deploys", response={200: s.AuditEntryOut, 201: s.AuditEntryOut, **ERRORS},
+          summary="Mark a deploy (drawn on every chart; a second mark of a label in the same minute is the same)")
+def deploys_mark(request: HttpRequest, body: s.DeployMarkIn) -> Any:
+    """201 a new mark, 200 the label was marked in that minute already; audited either way."""
+    user = _operator(request, {"action": "mark_deploy"})
+    entry = actions.deploy_mark_act(user=user, label=body.label, at_ms=body.at_ms)
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(201 if entry.outcome == AuditEntry.Outcome.MOVED else 200, audit_entry(entry))

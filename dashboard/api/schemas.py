@@ -323,3 +323,18 @@ class OrderConflictOut(Schema):
     client_order_id: str
     status: Literal["conflict"]
     differs: list[str] = Field(description="The fields whose values differ")
+
+
+class DeployMarkIn(Schema):
+    label: str = Field(min_length=1, max_length=64, description="The release deployed, e.g. v1.5.0")
+    at_ms: int | None = Field(None, ge=0, le=10 ** 14, description="When (epoch ms); none for now")
+
+
+class DeployMarkOut(Schema):
+    at_ms: int
+    label: str
+
+
+class DeployMarksOut(Schema):
+    now_ms: int
+    marks: list[DeployMarkOut] = Field(description="Oldest first; one per label and minute, kept 90 days")

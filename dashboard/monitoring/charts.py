@@ -6,12 +6,13 @@ Axes with labels, one line per outcome, and a column per minute or hour whose
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from dashboard.services import read
 from queues import InvalidInput, Unavailable, reads
+from queues.deploys import DeployMark, deploy_marks
 from queues.reads import Series, SeriesPoint
 
 # range -> (resolution, slots, label)
@@ -42,6 +43,8 @@ class Chart:
     plot_left: int
     plot_bottom: float
     plot_right: int
+    # Deploy marks in the range: (x, hover text), drawn as vertical lines.
+    marks: list[tuple[float, str]] = field(default_factory=list)
 
 
 def _when(ms: int, resolution: str) -> str:
@@ -55,7 +58,7 @@ def _wait(ms: int | None) -> str:
     return f"≤ {ms / 1000:g} s" if ms < 60_000 else f"≤ {ms // 60_000} min"
 
 
-def chart_from(series: Series, range_key: str) -> Chart:
+def chart_from(series: Series, range_key: str, marks: list[DeployMark] | None = None) -> Chart:
     points: list[SeriesPoint] = series.points
     peak: int = max([1] + [getattr(p, name) for p in points for name, _ in LINES])
     plot_w, plot_h = WIDTH - LEFT - 4, HEIGHT - TOP - BOTTOM
@@ -74,8 +77,14 @@ def chart_from(series: Series, range_key: str) -> Chart:
                for i, p in enumerate(points)]
     x_ticks = [(round(LEFT + i * step, 1), _when(points[i].start_ms, series.resolution))
                for i in sorted({0, len(points) // 2, len(points) - 1})] if points else []
+    size = 60_000 if series.resolution == "m" else 3_600_000
+    start = points[0].start_ms if points else 0
+    span = size * max(len(points), 1)
+    drawn = [(round(LEFT + (m.at_ms - start) / span * plot_w, 1),
+              f"deploy {m.label} at {datetime.fromtimestamp(m.at_ms / 1000, UTC):%Y-%m-%d %H:%M} UTC")
+             for m in marks or [] if start <= m.at_ms < start + span]
     return Chart(range_key, RANGES[range_key][2], WIDTH, HEIGHT, lines, columns,
-                 [(y(0), "0"), (y(peak), str(peak))], x_ticks, LEFT, TOP + plot_h, WIDTH - 4)
+                 [(y(0), "0"), (y(peak), str(peak))], x_ticks, LEFT, TOP + plot_h, WIDTH - 4, drawn)
 
 
 def queue_history_context(queue: str, range_key: str) -> dict[str, Any]:
@@ -89,5 +98,11 @@ def queue_history_context(queue: str, range_key: str) -> dict[str, Any]:
                                                      count=slots)))
     except (Unavailable, InvalidInput):
         return {"history_chart": None, "history_ranges": list(RANGES), "history_range": range_key}
-    return {"history_chart": chart_from(series, range_key), "history_ranges": list(RANGES),
+    first_ms = (now // size - slots + 1) * size
+    try:
+        # Bounded: at most 100 marks in the range (a mark a minute for over an hour is not a chart's to show).
+        marks = read(lambda mq: mq.run(deploy_marks(since_ms=first_ms, until_ms=now + size, limit=100))).marks
+    except (Unavailable, InvalidInput):
+        marks = []
+    return {"history_chart": chart_from(series, range_key, marks), "history_ranges": list(RANGES),
             "history_range": range_key}

@@ -155,6 +155,9 @@ VIEWS: dict[str, Entry] = {
     "api/queue/pause": Entry("/api/queue/pause", {"POST": API_ASK}, json_body={"queue": "{q}", "reason": "deploy"}),
     "api/queue/resume": Entry("/api/queue/resume", {"POST": API_ASK}, json_body={"queue": "{q}"}),
     "api/runs/<run_id>/cancel": Entry("/api/runs/{run}/cancel", {"POST": API_ACT}),
+    # A deploy mark is every queue's (no grant narrows it); the second in the same minute is the same mark (200).
+    "api/deploys": Entry("/api/deploys", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 403, 201, 200, 200, 403)},
+                         json_body={"label": "v1.5.0"}),
     "admin/login/": Entry("/admin/login/", {"GET": every(200), "HEAD": every(200), "POST": every(200), "PUT": every(200),
                                             "OPTIONS": every(200)}, form={"username": "nobody", "password": ""}),
     "admin/logout/": Entry("/admin/logout/", {}, other=every(302)),

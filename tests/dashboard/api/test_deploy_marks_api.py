@@ -1,0 +1,50 @@
+"""Deploy marks through the API (audited, one per label and minute) and on the queue page's chart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard.actions.models import AuditEntry
+from dashboard.orders.tokens import api_token_create
+from queues import EchoMQ
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def bearer(user: User) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_token_create(user=user, name='api')}"}
+
+
+def test_a_deploy_mark_is_audited_and_a_second_in_the_minute_is_the_same_mark(
+        client: Client, operator: User, viewer: User, console_mq: EchoMQ) -> None:
+    at = console_mq.server_time_ms("mail") // 60_000 * 60_000
+    body = json.dumps({"label": "v1.5.0", "at_ms": at})
+
+    first = client.post("/api/deploys", body, content_type="application/json", headers=bearer(operator))
+    again = client.post("/api/deploys", body, content_type="application/json", headers=bearer(operator))
+    refused = client.post("/api/deploys", body, content_type="application/json", headers=bearer(viewer))
+    listed = client.get("/api/deploys", headers=bearer(viewer)).json()
+
+    assert (first.status_code, again.status_code, refused.status_code) == (201, 200, 403)
+    assert listed["marks"] == [{"at_ms": at, "label": "v1.5.0"}]
+    rows = list(AuditEntry.objects.order_by("id").values_list("username", "action", "outcome"))
+    assert rows == [("otto", "mark_deploy", "moved"), ("otto", "mark_deploy", "finished"),
+                    ("vera", "mark_deploy", "refused")]
+
+
+def test_the_queue_pages_chart_draws_the_marks_of_its_range(viewer_client: Client, operator: User,
+                                                              console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "{}")
+    now = console_mq.server_time_ms("mail")
+    Client().post("/api/deploys", json.dumps({"label": "v9", "at_ms": now - 600_000}),
+                  content_type="application/json", headers=bearer(operator))
+    Client().post("/api/deploys", json.dumps({"label": "old", "at_ms": now - 5 * 3_600_000}),
+                  content_type="application/json", headers=bearer(operator))
+
+    page = viewer_client.get("/queue/?q=mail&range=1h").content.decode()
+
+    assert page.count('class="deploy"') == 1 and "deploy v9 at" in page

@@ -206,10 +206,16 @@ class QueuePage(LivePage):
         context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
                                               elsewhere=elsewhere)
         self.last = context
+        chunks: list[str] = context["row_chunks"]  # type: ignore[assignment]
+        # A page too large for one message: its table comes in parts, which the page puts together.
+        first = {**context, "rows_html": context["first_rows_html"], "parts": len(chunks) + 1}
         return [_common(follower, page.now_ms, status=True)
                 + _render("dashboard/_why_line.html", why_context(answer))
                 + _render("dashboard/_queue_summary.html", context)
-                + _render("dashboard/_queue_jobs.html", context)]
+                + _render("dashboard/_queue_jobs.html", first),
+                *(_render("dashboard/_queue_jobs_part.html", {"rows_html": chunk, "part": n + 2,
+                                                               "parts": len(chunks) + 1})
+                  for n, chunk in enumerate(chunks))]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         if follower.up is False:

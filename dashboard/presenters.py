@@ -303,7 +303,12 @@ _DIGITS: Final = re.compile(r"[0-9]{1,14}")
 
 
 def _page_size(text: str) -> int:
-    return int(text) if _DIGITS.fullmatch(text) and int(text) in PAGE_SIZES else DEFAULT_PAGE_SIZE
+    """The rows a page shows: any whole number up to the largest size offered, as the link says."""
+    if not text:
+        return DEFAULT_PAGE_SIZE
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= PAGE_SIZES[-1]:
+        raise InvalidInput(f"limit must be a whole number of rows from 1 to {PAGE_SIZES[-1]}, not {text!r}")
+    return int(text)
 
 
 def _offset(text: str) -> int:

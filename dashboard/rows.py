@@ -9,7 +9,6 @@ template. Every value that comes from Redis passes through ``escape``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from urllib.parse import quote
 
 from django.conf import settings
@@ -22,7 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from queues.follower import Throughput
 from queues.reads import JobRow, Page, QueueStats
 
-from .presenters import MESSAGE_MAX_BYTES, JobLine, OverviewPager, OverviewQuery, QueueRow, Window, queue_context
+from .presenters import MESSAGE_MAX_BYTES, PAGE_SIZES, JobLine, OverviewPager, OverviewQuery, QueueRow, Window, queue_context
 from .templatetags.console import duration, server_time, visible, visible_plain
 
 
@@ -211,26 +210,29 @@ def job_row_parts(lines: list[JobLine], window: Window, *, csrf_token: str = "")
 
 def queue_page_context(window: Window, stats: QueueStats, page: Page, throughput: Throughput | None,
                        *, csrf_token: str = "", elsewhere: list[object] | None = None) -> dict[str, object]:
-    """What the queue page's summary and jobs table show: as many of the page's rows as fit in one live
-    message beside the rest of it (the clock, the summary, the table's head and pager, measured here).
+    """What the queue page's summary and jobs table show: every row of the page the window asks for.
 
-    A row with its buttons is about 1.6 KB, so a page of 200 would be 320 KB: the rows that do not fit
-    start the next page (the pager goes on from the last row shown), in the first render as in every push.
+    A row with its buttons is about 1.6 KB, so a page of 200 is about 320 KB: more than one live message
+    holds. ``parts`` splits the rows after the first message's (which carries the clock, the summary and
+    the table's head and pager beside them) into further messages of at most the same size; the page puts
+    them together before it shows the table. The first render is one HTTP answer and needs no parts.
     """
     context = queue_context(window, stats, page, throughput)
     context["elsewhere"] = elsewhere or []
+    context["page_sizes"] = PAGE_SIZES
     parts = job_row_parts(context["lines"], window, csrf_token=csrf_token)  # type: ignore[arg-type]
-    # The summary and the clock get a fixed room unless they need more (a long pause reason), so a push and
-    # the first render (whose summary differs by its chart) fit the same rows.
+    # The summary and the clock get a fixed room unless they need more (a long pause reason).
     summary = len(render_to_string("dashboard/_queue_summary.html", {**context, "oob": True}).encode())
     around = max(QUEUE_SUMMARY_ROOM_BYTES, summary + QUEUE_MESSAGE_MARGIN_BYTES)
     around += len(render_to_string("dashboard/_queue_jobs.html", {**context, "rows_html": "", "oob": True}).encode())
-    # Fitted as a push renders them (without the form's CSRF token), so the first render and every push
-    # show the same rows.
-    pushed = job_row_parts(context["lines"], window) if csrf_token else parts  # type: ignore[arg-type]
-    fitted = rows_that_fit(pushed, MESSAGE_MAX_BYTES - around)
-    if fitted < len(parts):
-        page = replace(page, rows=page.rows[:fitted], has_more=True)
-        context = {**queue_context(window, stats, page, throughput), "elsewhere": context["elsewhere"]}
-    context["rows_html"] = mark_safe("".join(parts[:fitted]))
+    first = rows_that_fit(parts, MESSAGE_MAX_BYTES - around)
+    chunks: list[SafeString] = []
+    rest = parts[first:]
+    while rest:
+        fitted = rows_that_fit(rest, MESSAGE_MAX_BYTES - QUEUE_MESSAGE_MARGIN_BYTES)
+        chunks.append(mark_safe("".join(rest[:fitted])))
+        rest = rest[fitted:]
+    context["rows_html"] = mark_safe("".join(parts))
+    context["first_rows_html"] = mark_safe("".join(parts[:first]))
+    context["row_chunks"] = chunks
     return context

@@ -148,13 +148,38 @@
     box.hidden = false;
   };
 
+  const receive = (incoming) => { if (busy()) hold(incoming); else apply(incoming); };
+  // A page of more rows than one message holds comes in parts (data-parts on the first): the table is
+  // put together first, then shown or held as one.
+  let assembling = null;
   document.addEventListener("htmx:oobBeforeSwap", (e) => {
     if (!e.detail.target || e.detail.target.id !== "queue-jobs") return;
     const incoming = e.detail.fragment.firstElementChild;
     if (!incoming) return;
     e.detail.shouldSwap = false;
-    if (busy()) hold(incoming);
-    else apply(incoming);
+    const parts = Number(incoming.dataset.parts || 1);
+    if (parts > 1) { assembling = { section: incoming, need: parts, got: 1 }; return; }
+    assembling = null;
+    receive(incoming);
+  });
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    if (!e.detail.target || e.detail.target.id !== "queue-jobs-part") return;
+    e.detail.shouldSwap = false;
+    const part = e.detail.fragment.firstElementChild;
+    if (!assembling || !part || Number(part.dataset.part) !== assembling.got + 1) { assembling = null; return; }
+    const body = assembling.section.querySelector("tbody");
+    for (const row of Array.from(part.querySelectorAll("tbody > tr"))) body.append(row);
+    assembling.got += 1;
+    if (assembling.got === assembling.need) {
+      const whole = assembling.section;
+      assembling = null;
+      receive(whole);
+    }
+  });
+  // The page-size control applies when chosen.
+  document.addEventListener("change", (e) => {
+    const t = e.target;
+    if (t instanceof HTMLSelectElement && t.form && t.form.matches(".page-size")) t.form.requestSubmit();
   });
 
   const maybeApply = () => setTimeout(() => { if (waiting && !busy()) apply(waiting); }, 0);

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.support.redis_servers import free_port
+from tests.support.redis_servers import dies_with_this_process, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,8 +33,8 @@ def start_daphne(env: dict[str, str], workdir: Path, name: str,
     """Starts daphne on a free port (with ``options``, e.g. ``--proxy-headers``) and waits until it answers;
     returns its base URL (ending in /)."""
     port = free_port()
-    daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *options,
-                               "dashboard.asgi:application"], env=env, cwd=ROOT,
+    daphne = subprocess.Popen([*dies_with_this_process(), sys.executable, "-m", "daphne", "-b", "127.0.0.1",
+                               "-p", str(port), *options, "dashboard.asgi:application"], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
     url = f"http://127.0.0.1:{port}/"
     try:

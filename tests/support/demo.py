@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support.redis_servers import free_port
+from tests.support.redis_servers import dies_with_this_process, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV = str(ROOT / "dev")
@@ -64,7 +64,8 @@ class RunningDemo:
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.env = env or demo_env()
-        self.process = subprocess.Popen([*DEFAULT_SIGNALS, DEV, "demo", "--port", str(self.port), *args], cwd=ROOT,
+        self.process = subprocess.Popen([*dies_with_this_process(), *DEFAULT_SIGNALS, DEV, "demo", "--port", str(self.port),
+                                         *args], cwd=ROOT,
                                         env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         start_new_session=True)
         self.lines: list[str] = []

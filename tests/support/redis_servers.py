@@ -20,12 +20,19 @@ import redis
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
-# A server dies with the test process that started it, however that ends (a SIGKILL too): setpriv sets
-# PR_SET_PDEATHSIG and execs redis-server. The signal follows the starting *thread*, so only a server
-# started on the main thread (every fixture) gets it.
+# A server (or a console) dies with the test process that started it, however that ends (a SIGKILL too):
+# setpriv sets PR_SET_PDEATHSIG and execs the command. The signal follows the starting *thread*, so only
+# a process started on the main thread (every fixture) gets it.
 SETPRIV = shutil.which("setpriv")
 # A cluster node's bus port is its port + 10000, which must stay below 65536.
 MAX_CLUSTER_PORT = 55535
+
+
+def dies_with_this_process() -> list[str]:
+    """The prefix of a command line that makes the process end when this one does (see SETPRIV)."""
+    if SETPRIV and threading.current_thread() is threading.main_thread():
+        return [SETPRIV, "--pdeathsig", "TERM"]
+    return []
 
 
 def free_port(maximum: int = 65535) -> int:
@@ -72,8 +79,7 @@ class RedisServer:
         if self.cluster:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                      "--cluster-node-timeout", "1000"]
-        follow = [SETPRIV, "--pdeathsig", "TERM"] if SETPRIV and threading.current_thread() is threading.main_thread() else []
-        self.process = subprocess.Popen(follow + args + self.extra_args, stdout=subprocess.DEVNULL,
+        self.process = subprocess.Popen(dies_with_this_process() + args + self.extra_args, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
         self.wait_ready()
         return self

@@ -215,6 +215,16 @@ def pause_action(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
+def deploy_action(request: HtmxHttpRequest) -> HttpResponse:
+    """Mark a deploy (every queue's charts draw it): one small write, audited, no confirmation needed."""
+    label, queue = request.POST.get("label", "").strip(), request.POST.get("q", "")
+    entry = services.deploy_mark_act(user=request.user, label=label, queue=queue)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
+@require_POST
+@operators_only
 def selection_action(request: HtmxHttpRequest) -> HttpResponse:
     move, queue = request.POST.get("move", ""), request.POST.get("q", "")
     if move not in SELECTION_MOVES:

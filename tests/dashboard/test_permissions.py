@@ -124,6 +124,8 @@ VIEWS: dict[str, Entry] = {
     "metrics": page("/metrics", get=every(401)),  # a token or an allowed address, never a session
     "search/": page("/search/", "q={q}&state=failed&id_prefix=a"),
     "actions/pause/": action("/actions/pause/", {"q": "{q}", "action": "pause", "reason": "deploy"}),
+    # A deploy mark is every queue's; a grant does not narrow it.
+    "actions/deploy/": action("/actions/deploy/", {"q": "{q}", "label": "v1.5.0"}, post=(302, 403, 200, 403, 200, 403)),
     "workers/": page("/workers/"),
     "failures/": page("/failures/", "q={q}"),
     "actions/search/": action("/actions/search/", {"q": "{q}", "move": "retry", "state": "failed", "id_prefix": "a"}),

@@ -48,3 +48,17 @@ def test_the_queue_pages_chart_draws_the_marks_of_its_range(viewer_client: Clien
     page = viewer_client.get("/queue/?q=mail&range=1h").content.decode()
 
     assert page.count('class="deploy"') == 1 and "deploy v9 at" in page
+
+
+def test_the_console_button_marks_a_deploy_as_an_audited_operator_action(operator_client: Client, viewer_client: Client,
+                                                                          console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "{}")
+
+    shown_to_viewer = 'name="label"' in viewer_client.get("/queue/?q=mail").content.decode()
+    pressed = operator_client.post("/actions/deploy/", {"q": "mail", "label": "v2.0"}, headers={"HX-Request": "true"})
+
+    assert not shown_to_viewer and 'name="label"' in operator_client.get("/queue/?q=mail").content.decode()
+    assert pressed.status_code == 200 and "marked the deploy of v2.0" in pressed.content.decode()
+    entry = AuditEntry.objects.get()
+    assert (entry.username, entry.action, entry.queue, entry.outcome) == ("otto", "mark_deploy", "mail", "moved")
+    assert "deploy v2.0 at" in operator_client.get("/queue/?q=mail&range=1h").content.decode()

@@ -406,5 +406,22 @@
     }
   });
 
+  // --- after a press: the table lets go -------------------------------
+  // A row's press answers in the results box: focus goes to that answer, so once the pointer leaves the
+  // table shows what the move did. A ticked run that started clears its ticks: they were acted on.
+  document.addEventListener("htmx:afterRequest", (e) => {
+    const form = e.target instanceof Element ? e.target.closest("form") : null;
+    const ok = e.detail.xhr && e.detail.xhr.status >= 200 && e.detail.xhr.status < 300;
+    if (!form || !ok) return;
+    if (form.matches("#queue-jobs form.job-actions")) {
+      const answer = document.querySelector("#action-results .action-result");
+      if (answer) { answer.tabIndex = -1; answer.focus(); }
+    } else if (form.id === "selection-form" && !document.querySelector("dialog.confirm-dialog[open]")) {
+      for (const box of document.querySelectorAll("#queue-jobs .pick-job:checked")) box.checked = false;
+    } else return;
+    syncPickAll();
+    maybeApply();
+  });
+
   document.addEventListener("DOMContentLoaded", syncPickAll);
 })();

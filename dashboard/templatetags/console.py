@@ -3,16 +3,18 @@ from the keyspace."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Final
 
 from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
 from queues.operator_moves import JOB_MOVES
-from queues.visible import has_invisible, visible as visible_text
+from queues.visible import INVISIBLE, escape_char, has_invisible, visible as visible_text
 
 register = template.Library()
 ESCAPED_TITLE = "holds invisible or bidi characters, shown here as escapes"
@@ -89,3 +91,20 @@ def visible(value: object) -> SafeString:
 def visible_plain(value: object) -> str:
     """The same escapes without the span, where no markup may go (a title, an attribute)."""
     return visible_text("" if value is None else str(value), backslashes=False)
+
+
+# A payload's own line breaks and tabs are its layout (pretty-printed JSON): every other invisible or bidi
+# character is shown as its escape, as in ids and names.
+_PAYLOAD_HIDDEN: Final = re.compile(INVISIBLE.pattern.replace("\x00-\x1f", "\x00-\x08\x0b-\x1f"))
+
+
+@register.filter
+def payload_escaped(value: object) -> bool:
+    """Whether a payload shown as text holds characters the page shows as escapes."""
+    return _PAYLOAD_HIDDEN.search("" if value is None else str(value)) is not None
+
+
+@register.filter
+def visible_payload(value: object) -> str:
+    """A payload shown as text, with its invisible and bidi characters (not its line breaks) as escapes."""
+    return _PAYLOAD_HIDDEN.sub(escape_char, "" if value is None else str(value))

@@ -120,3 +120,15 @@ def test_the_history_shows_why_each_attempt_failed(viewer_client: Client, consol
 
     assert [e.error for e in response.context["detail"].history if e.move == "fail"] == ["smtp timeout", "mailbox full"]
     assert b"mailbox full" in response.content
+
+
+def test_a_payload_with_bidi_or_invisible_characters_shows_them_escaped_and_flagged(viewer_client: Client,
+                                                                                   console_mq: EchoMQ) -> None:
+    job_id = console_mq.enqueue("mail", '{"to": "evil\u202egpj.exe", "zw": "a\u200bb"}')
+
+    html = viewer_client.get(f"/job/?q=mail&id={job_id}").content.decode()
+
+    assert "\u202e" not in html and "\u200b" not in html
+    assert r"evil\u202egpj.exe" in html and r"a\u200bb" in html
+    assert 'id="payload-escaped"' in html
+    assert '{\n  &quot;to&quot;' in html  # its own line breaks stay its layout

@@ -7,10 +7,19 @@ nothing over the limit is ever stored. A request whose headers and body have
 not arrived whole within ``EMQ_REQUEST_DEADLINE_S`` is answered 408 however
 steadily it trickles, and a connection idle for ``EMQ_IDLE_TIMEOUT_S``
 between requests is closed (Twisted's own is 60 s).
+
+Answers are sent at the pace the client reads them: daphne writes every body
+message into the connection's buffer at once, so a client that never reads
+would make it hold every answer whole. A :class:`SendGate` registered on the
+request hears when Twisted's buffer for the connection is full (its producer
+is paused, and Twisted stops reading the connection meanwhile) and holds the
+application's next body message until the buffer drains; a client that reads
+nothing for ``EMQ_WRITE_TIMEOUT_S`` while an answer waits is dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from typing import Any, Final
@@ -43,6 +52,62 @@ def bound_daphne_requests() -> None:
         return protocol
 
     http_protocol.HTTPFactory.buildProtocol = build_with_idle_timeout
+    _pace_replies()
+
+
+class SendGate:
+    """A streaming producer on one request: closed while Twisted's send buffer for its connection is full."""
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.open = asyncio.Event()
+        self.open.set()
+
+    def pauseProducing(self) -> None:  # Twisted's IPushProducer, as the transport calls it
+        self.open.clear()
+
+    def resumeProducing(self) -> None:
+        self.open.set()
+
+    def stopProducing(self) -> None:
+        self.open.set()
+
+    async def writable(self) -> None:
+        """Returns once the client has read enough for more to be written; drops a client that reads nothing
+        for ``EMQ_WRITE_TIMEOUT_S``."""
+        if self.open.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.open.wait(), timeout=float(settings.EMQ_WRITE_TIMEOUT_S))
+        except TimeoutError:
+            channel = self.request.channel
+            if channel is not None and channel.transport is not None:
+                channel.transport.abortConnection()
+            self.open.set()
+
+
+def _pace_replies() -> None:
+    from daphne import server
+
+    handle_reply = server.Server.handle_reply
+
+    async def handle_reply_at_the_clients_pace(self: Any, protocol: Any, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "http.response.start" and getattr(protocol, "channel", None) is not None \
+                and getattr(protocol, "send_gate", None) is None and not protocol.finished:
+            # Before the first byte of the body: Twisted tells a producer only of the buffer filling after it came.
+            new_gate = SendGate(protocol)
+            try:
+                protocol.registerProducer(new_gate, True)
+                protocol.send_gate = new_gate
+            except (ValueError, RuntimeError):  # another producer already paces this request
+                pass
+        await handle_reply(self, protocol, message)
+        gate: SendGate | None = getattr(protocol, "send_gate", None)
+        if kind == "http.response.body" and message.get("more_body") and gate is not None:
+            await gate.writable()
+
+    server.Server.handle_reply = handle_reply_at_the_clients_pace
 
 
 def _bounded_web_request(base: type) -> type:
@@ -57,6 +122,7 @@ def _bounded_web_request(base: type) -> type:
         refused = False
         timer: Any = None
         deadline: Any = None
+        send_gate: SendGate | None = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             # Made when the request line arrives: from then on the headers and the body have a deadline.
@@ -92,7 +158,15 @@ def _bounded_web_request(base: type) -> type:
         def connectionLost(self, reason: Any) -> None:
             self.disarm()
             self.disarm_deadline()
+            if self.send_gate is not None:
+                self.send_gate.stopProducing()
             super().connectionLost(reason)
+
+        def finish(self) -> Any:
+            # The answer is whole: the gate has nothing more to hold, and the next request may pace its own.
+            if self.send_gate is not None and self.producer is self.send_gate and self.channel is not None:
+                self.unregisterProducer()
+            return super().finish()
 
         def rearm(self) -> None:
             self.disarm()

@@ -101,6 +101,9 @@ EMQ_BODY_TIMEOUT_S = _number("EMQ_BODY_TIMEOUT_S", 10.0, minimum=0.1)
 # stalls is cut too), and a keep-alive connection idle between requests is closed after the idle timeout.
 EMQ_REQUEST_DEADLINE_S = _number("EMQ_REQUEST_DEADLINE_S", 30.0, minimum=0.1)
 EMQ_IDLE_TIMEOUT_S = _number("EMQ_IDLE_TIMEOUT_S", 60.0, minimum=0.1)
+# Under daphne an answer is written at the pace its client reads it; a client that reads nothing of a waiting
+# answer for this long is dropped.
+EMQ_WRITE_TIMEOUT_S = _number("EMQ_WRITE_TIMEOUT_S", 30.0, minimum=0.1)
 # Django refuses more form fields than this with a 400 (its default is 1000).
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 DATA_UPLOAD_MAX_MEMORY_SIZE = EMQ_MAX_BODY_BYTES

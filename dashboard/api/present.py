@@ -74,6 +74,15 @@ def audit_entry(entry: AuditEntry) -> dict[str, Any]:
             "cancel_requested_by": entry.cancel_requested_by}
 
 
+def audit_summary(entry: AuditEntry, *, job_count: int) -> dict[str, Any]:
+    """The entry as a page of the log lists it, its jobs counted (by the database) rather than listed."""
+    return {"id": entry.pk, "created_at": entry.created_at, "finished_at": entry.finished_at,
+            "username": entry.username, "queue": entry.queue, "action": entry.action, "scope": entry.scope,
+            "job_count": job_count, "parameters": entry.parameters, "outcome": entry.outcome, "result": entry.result,
+            "moved": entry.moved, "skipped": entry.skipped, "missing": entry.missing, "errors": entry.errors,
+            "cancel_requested_by": entry.cancel_requested_by}
+
+
 def _seen_job(job: Any) -> Any:
     """A job as the audit row keeps it, with its attempts as a number (None: any)."""
     if isinstance(job, dict) and isinstance(job.get("attempts"), str):

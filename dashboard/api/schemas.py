@@ -206,8 +206,29 @@ class AuditEntryOut(Schema):
     cancel_requested_by: str
 
 
+class AuditSummaryOut(Schema):
+    """An audit entry as a page of the log lists it: its jobs counted, not listed (``/api/runs/{id}`` lists them)."""
+
+    id: int
+    created_at: datetime
+    finished_at: datetime | None
+    username: str
+    queue: str
+    action: str
+    scope: str
+    job_count: int = Field(description="How many jobs the entry names; GET /api/runs/{id} lists them")
+    parameters: dict[str, Any]
+    outcome: str
+    result: str
+    moved: int
+    skipped: int
+    missing: int
+    errors: int
+    cancel_requested_by: str
+
+
 class AuditPageOut(Schema):
-    entries: list[AuditEntryOut]
+    entries: list[AuditSummaryOut] = Field(description="At most `limit` entries (100 at most) and about 256 KiB")
     next_before: int | None = Field(description="Pass as `before` for older entries; None on the last page")
 
 

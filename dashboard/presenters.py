@@ -64,7 +64,8 @@ class Spark:
             return ""
         peak = self.peak or 1
         step = self.width / max(len(self.counts) - 1, 1)
-        return " ".join(f"{i * step:.1f},{self.height - 1 - (c / peak) * (self.height - 2):.1f}"
+        # Whole pixels: a row of the overview carries one of these, and fifty rows share one 64 KiB message.
+        return " ".join(f"{round(i * step)},{round(self.height - 1 - (c / peak) * (self.height - 2))}"
                         for i, c in enumerate(self.counts))
 
     @property

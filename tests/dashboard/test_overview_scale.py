@@ -33,7 +33,8 @@ def fast_census(settings: SettingsWrapper) -> None:
 
 
 def shown_names(html: str) -> list[str]:
-    return re.findall(r'<td class="name"><a href="/queue/\?q=[^"]*">([^<]*)</a>', html)
+    # [^"#]: the queues table's links, not the latency table's (they end in #queue-latency).
+    return re.findall(r'<td class="name"><a href="/queue/\?q=[^"#]*">([^<]*)</a>', html)
 
 
 def census_complete() -> bool:

@@ -84,8 +84,10 @@ def test_a_holder_whose_validity_ran_out_loses_to_a_new_holder(five_urls: list[s
         old.extend()
     assert old.release() == 0
 
+    # A majority is the lock: the new holder may have won while the old key still lived on a node or two
+    # (each node expires it on its own clock, and a loaded machine asks them apart).
     holder = new.holder_info()
-    assert holder is not None and holder.holder == "new" and holder.nodes == 5
+    assert holder is not None and holder.holder == "new" and holder.nodes >= 3
 
 
 def test_a_release_by_a_non_holder_does_nothing(five_urls: list[str]) -> None:

@@ -401,6 +401,14 @@ local function bad_arg(message)
   return redis.error_reply('ERR emq: ' .. message)
 end
 
+-- A worker's id as the registry keeps it (a member of PREFIX .. 'workers' and part of a key name):
+-- the error to answer, or nil when the id is one.
+local function bad_worker_id(id)
+  if id == nil or id == '' or #id > 256 or string.find(id, '[{}%z\1-\32\127]') then
+    return bad_arg('worker id must be 1..256 bytes without braces, spaces or control characters')
+  end
+end
+
 -- Every script that moves jobs names the moves it records as its first check,
 -- before any write: a move queues/protocol_moves.py does not list (so
 -- moves.lua gives it no history code or counter) is refused whole, never

@@ -20,9 +20,8 @@
 local id = ARGV[1]
 local err = check_keys(nil)
 if err then return err end
-if id == nil or id == '' or #id > 256 or string.find(id, '[{}%z\1-\32\127]') then
-  return bad_arg('worker id must be 1..256 bytes without braces, spaces or control characters')
-end
+local bad_id = bad_worker_id(id)
+if bad_id then return bad_id end
 local ttl, bad = int_arg(ARGV[2], 'ttl_ms', 1000, MAX_LEASE_MS)
 if bad then return bad end
 local kind = ARGV[3]

@@ -11,7 +11,10 @@ import textwrap
 import threading
 from pathlib import Path
 
-from queues import ClaimedJob, EchoMQ, moves, reads
+import pytest
+import redis
+
+from queues import ClaimedJob, EchoMQ, InvalidInput, moves, reads
 from queues.worker import Worker
 from tests.support.waiting import wait_until, wait_until_async
 
@@ -108,3 +111,15 @@ def test_emq_workers_lists_them_as_lines_or_json(mq: EchoMQ, redis_url: str) -> 
     assert lines.stdout.startswith("mail\tbox:7\tbox pid 7\tnode 20\tconcurrency 2\tholds 1\theartbeat ")
     [entry] = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert (entry["id"], entry["queue"], entry["held_ids"]) == ("box:8", "thumbs", ["a"])
+
+
+@pytest.mark.parametrize("worker_id", ["", "w{1}", "w 1", "w\x00", "w" * 257])
+def test_a_worker_id_the_registry_cannot_keep_is_refused_by_register_and_by_note_refusal_with_nothing_written(
+        mq: EchoMQ, redis_url: str, worker_id: str) -> None:
+    server = redis.Redis.from_url(redis_url)
+    with pytest.raises(InvalidInput):
+        mq.run(moves.register_worker("mail", worker_id, ttl_ms=5000, host="h", pid=1, runtime="python",
+                                     concurrency=1, started_ms=0, held=[]))
+    with pytest.raises(InvalidInput):
+        mq.run(moves.note_refusal("mail", worker_id, ttl_ms=5000, kind="oom", text="OOM"))
+    assert server.keys("*") == []

@@ -20,6 +20,7 @@ from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .census import CensusPass, census_pass
+from .pages.job import read_job_page_async
 from .why_line import overview_reasons_async, why_context, why_down, with_reasons
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
@@ -242,14 +243,14 @@ class JobPage(LivePage):
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True) + _why_down(follower)]
         try:
-            view = await follower.mq.job(self.queue, self.job_id)
-            history = await follower.mq.job_events(self.queue, self.job_id)
+            data = await read_job_page_async(follower.mq, self.queue, self.job_id)
         except EmqError as error:
             self.stale = True
             return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_down(str(error)))]
         self.stale = False
-        detail = presenters.job_detail(view, history)
-        return [_common(follower, view.now_ms, status=True) + await self._why(follower)
+        detail = presenters.job_detail(data)
+        return [_common(follower, data.view.now_ms, status=True)
+                + _render("dashboard/_why_line.html", why_context(data.why))
                 + _render("dashboard/_job_core.html", {"detail": detail})
                 + _render("dashboard/_job_history.html", {"detail": detail})]
 

@@ -21,6 +21,8 @@ from queues.moves import digits
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
 from queues.why import Reason
 
+from .pages.job import JobPageData
+
 PAGE_SIZES: Final = (20, 50, 100, 200)
 DEFAULT_PAGE_SIZE: Final = 50
 # Oldest first where work waits (pending by due time, active by lease
@@ -488,11 +490,13 @@ TIME_FIELDS: Final = frozenset({"created_at", "claimed_at", "finished_at"})
 @dataclass(frozen=True, slots=True)
 class JobDetail:
     view: JobView
+    # Oldest first, as a log reads.
     history: list[Event]
     history_error: str = ""
     full_payload: bool = False
     core: list[FieldLine] = field(default_factory=list)
     optional: list[FieldLine] = field(default_factory=list)
+    worker_gone: bool = False
 
     @property
     def dom_id(self) -> str:
@@ -525,7 +529,8 @@ class JobDetail:
         return self.view.scores.get("pending")
 
 
-def job_detail(view: JobView, history: list[Event], *, history_error: str = "", full_payload: bool = False) -> JobDetail:
+def job_detail(data: JobPageData, *, full_payload: bool = False) -> JobDetail:
+    view = data.view
     core = [FieldLine(name, view.text(name) if name in view.fields else "(missing)") for name in ("state", "attempts")]
     optional = []
     for name in sorted(view.fields):
@@ -534,4 +539,5 @@ def job_detail(view: JobView, history: list[Event], *, history_error: str = "", 
         text = view.text(name)
         time_ms = digits(text) if name in TIME_FIELDS else None
         optional.append(FieldLine(name, text, time_ms))
-    return JobDetail(view, list(reversed(history)), history_error, full_payload, core, optional)
+    return JobDetail(view, list(reversed(data.history)), data.history_error, full_payload, core, optional,
+                     data.worker_gone)

@@ -25,7 +25,8 @@ from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.latency_chart import queue_latency_context
 from .monitoring.overview_latency import overview_latency_context
-from .monitoring.workers import held_by_gone_worker, queue_workers_context
+from .monitoring.workers import queue_workers_context
+from .pages.job import read_job_page
 from .queue_names import queue_missing
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
@@ -144,23 +145,18 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
     try:
         name, job_id = _job_params(request)
-        shown = presenters.PAYLOAD_ALL if request.GET.get("full") == "1" else presenters.PAYLOAD_SHOWN
-        view = read(lambda mq: mq.job(name, job_id, payload_bytes=shown))
+        full = request.GET.get("full") == "1"
+        shown = presenters.PAYLOAD_ALL if full else presenters.PAYLOAD_SHOWN
+        data = read(lambda mq: read_job_page(mq, name, job_id, payload_bytes=shown))
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
         return render(request, "dashboard/job.html", {**context, "read_error": str(refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/job.html", error, context)
-    try:
-        history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
-    except (Unavailable, Refused) as error:
-        history, history_error = [], str(error)
-    detail = presenters.job_detail(view, history, history_error=history_error, full_payload=request.GET.get("full") == "1")
-    context.update(detail=detail, now_ms=view.now_ms,
-                   worker_gone=held_by_gone_worker(name, view.state, view.text("worker")))
-    context.update(why_context(read(lambda mq: why.job_why(mq, name, job_id))))
-    status = 200 if view.exists else 404
+    context.update(detail=presenters.job_detail(data, full_payload=full), now_ms=data.view.now_ms,
+                   **why_context(data.why))
+    status = 200 if data.view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)
     return render(request, "dashboard/job.html", context, status=status)

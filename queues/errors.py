@@ -55,7 +55,7 @@ class Refused(EmqError):
     """A move whose preconditions no longer hold; the script changed nothing.
 
     ``reason`` is the script's word for it: missing, state, token, attempts,
-    not_lapsed or not_delayed.
+    not_lapsed or not_delayed; a read's: wrongtype, too_large (a payload) or too_long (a history).
     """
 
     exit_code = 4
@@ -78,6 +78,8 @@ class Refused(EmqError):
             return f"refused: the payload of {job} is {self.state} bytes, more than the {self.attempts} asked for"
         if self.reason == "missing":
             return f"refused: {job} does not exist"
+        if self.reason == "too_long":
+            return f"refused: the history of {job} is {self.state} bytes, more than the {self.attempts} a read returns"
         where = f"{job} is now {self.state or 'without a state'} (attempts {self.attempts or '?'})"
         why = {
             "token": f"the lease is no longer yours: {where}",

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
-from .errors import InvalidInput
+from .errors import InvalidInput, Refused
 from .keys import STATES, QueueKeys, State, validate_job_id, validate_state
 from .moves import Call, _int, _text, cut_utf8, digits, refused_whole
 from .protocol_moves import HISTORY_CODES
@@ -22,6 +22,8 @@ CORE_FIELDS: Final = ("state", "attempts", "payload")
 # only on request (:func:`payload`), up to PAYLOAD_READ_MAX.
 JOB_PAYLOAD_BYTES: Final = 64 * 1024
 PAYLOAD_READ_MAX: Final = 16 * 1024 * 1024
+# The history read returns a job's history field only up to this many bytes (the moves write at most 4096).
+HISTORY_READ_MAX: Final = 16384
 # A score Redis holds as +inf or -inf, shown as the largest integer a script writes (and its negative).
 _INFINITE: Final = 10**15
 
@@ -614,12 +616,18 @@ def attempt_note(note: bytes | None, actor: str, releases: dict[str, str]) -> tu
 
 
 def history(queue: str, job_id: str) -> Call[list[Event]]:
-    """A job's own history (its hash's ``history`` field), newest first: O(its length), whatever the queue holds."""
+    """A job's own history (its hash's ``history`` field), newest first: O(its length), whatever the queue holds.
+
+    A history longer than HISTORY_READ_MAX bytes (no move writes one) is refused, in words, rather than
+    shown as none."""
     keys = QueueKeys(queue)
     job_id = validate_job_id(job_id)
 
     def parse(reply: list[Any]) -> list[Event]:
         refused_whole("history", reply, job_id)
+        if int(reply[2]) > HISTORY_READ_MAX:
+            # Another writer's: an empty list would pass it off as a job without a history.
+            raise Refused("history", job_id, "too_long", str(int(reply[2])), str(HISTORY_READ_MAX))
         labels = reply[5:]
         releases = {_text(labels[i]): _text(labels[i + 1]) for i in range(0, len(labels) - 1, 2)}
         return parse_history(job_id, reply[3], reply[4] if len(reply) > 4 else b"", releases)

@@ -42,6 +42,7 @@ from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
+from dashboard.pages.job import read_job_page
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
@@ -326,14 +327,10 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
 def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
     _viewer(request)
     name, job_id = validate_queue_name(q), validate_job_id(id)
-    view = read(lambda mq: mq.job(name, job_id))
-    if not view.exists and not view.scores:
+    data = read(lambda mq: read_job_page(mq, name, job_id))
+    if data.missing:
         raise Http404(f"job {job_id} does not exist in {name}")
-    try:
-        history, history_error = read(lambda mq: mq.job_events(name, job_id)), ""
-    except (Unavailable, Refused) as error:
-        history, history_error = [], str(error)
-    return job_out(view, history, history_error)
+    return job_out(data)
 
 
 @api.get("/queues/{q}/why", response={**ERRORS, 200: s.WhyOut, 503: s.WhyOut},

@@ -6,7 +6,8 @@ import re
 from typing import Any, Final
 
 from dashboard.actions.models import AuditEntry
-from queues.reads import Event, JobView, Page, QueueStats, payload_preview
+from dashboard.pages.job import JobPageData
+from queues.reads import Event, Page, QueueStats, payload_preview
 
 PAYLOAD_LIMIT: Final = 64 * 1024
 FIELD_LIMIT: Final = 4 * 1024
@@ -52,7 +53,8 @@ def event_out(event: Event) -> dict[str, Any]:
             "release": event.release, "host": event.host}
 
 
-def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str, Any]:
+def job_out(data: JobPageData) -> dict[str, Any]:
+    view = data.view
     encoding, payload, cut = payload_preview(view.payload, PAYLOAD_LIMIT)
     fields = {name: _text(value, FIELD_LIMIT) for name, value in view.fields.items() if name != "payload"}
     return {"queue": view.queue, "id": view.id, "now_ms": view.now_ms, "exists": view.exists, "state": view.state,
@@ -62,7 +64,8 @@ def job_out(view: JobView, history: list[Event], history_error: str) -> dict[str
             "payload_length": view.payload_length, "payload_cut": cut or not view.payload_whole,
             "payload_preview": not view.payload_whole, "fields": fields, "scores": view.scores,
             "lease_left_ms": view.lease_left_ms, "warnings": view.warnings,
-            "history": [event_out(e) for e in history], "history_error": history_error}
+            "worker_gone": data.worker_gone,
+            "history": [event_out(e) for e in data.history], "history_error": data.history_error}
 
 
 def audit_entry(entry: AuditEntry) -> dict[str, Any]:

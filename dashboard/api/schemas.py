@@ -183,8 +183,11 @@ class JobOut(Schema):
     scores: dict[str, int] = Field(description="The sets that hold the id, with its score in each")
     lease_left_ms: int | None
     warnings: list[str]
+    worker_gone: bool = Field(description="True when the job is active and its worker has no live entry "
+                                          "(False when the workers registry cannot tell)")
     history: list[EventOut]
-    history_error: str
+    history_error: str = Field(description="Why the history could not be read ('' when it was): "
+                                           "history is then empty")
 
 
 class AuditEntryOut(Schema):

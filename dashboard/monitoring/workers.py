@@ -24,17 +24,6 @@ def live_workers(queue: str) -> reads.Workers | None:
         return None
 
 
-def held_by_gone_worker(queue: str, state: str, worker: str) -> bool:
-    """True when an active job names a worker that has no live entry (None-safe: unknown is not gone)."""
-    if state != "active" or not worker:
-        return False
-    try:
-        found = read(lambda mq: mq.run(reads.workers(queue, limit=1000)))
-    except (Unavailable, InvalidInput):
-        return False
-    return found.live <= len(found.workers) and worker not in {w.id for w in found.workers}
-
-
 @require_GET
 @viewers_only
 def workers_page(request: HttpRequest) -> HttpResponse:

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 from channels.testing import WebsocketCommunicator
 
@@ -11,30 +8,9 @@ from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
 from queues.keys import QUEUE_REGISTRY
 from tests.support.redis_servers import RedisServer
+from tests.support.sockets import connect, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-
-
-async def connect(path: str, cookie: bytes | None, origin: bytes = b"http://localhost") -> WebsocketCommunicator:
-    headers = [(b"origin", origin), (b"host", b"localhost")]
-    if cookie:
-        headers.append((b"cookie", cookie))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
-    assert connected
-    return communicator
-
-
-async def receive_until(communicator: WebsocketCommunicator, check: Callable[[str], bool], timeout: float = 30.0) -> str:
-    # A bound for a message that must come, not a speed: a machine at load 30 takes seconds.
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        message = await communicator.receive_from(timeout=deadline - time.monotonic())
-        if check(message):
-            return message
-    raise AssertionError("no matching message")
 
 
 async def test_an_anonymous_socket_is_closed_with_4401(console_mq: EchoMQ, stop_followers: None) -> None:

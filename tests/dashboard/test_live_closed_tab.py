@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from queues import EchoMQ
-from tests.dashboard.test_consumers import receive_until
+from tests.support.sockets import receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,8 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from queues import EchoMQ
-from tests.dashboard.test_consumers import connect, receive_until
 from tests.support.odd_keyspace import REGISTRY, invisible_shown, prefix, write_job
+from tests.support.sockets import connect, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

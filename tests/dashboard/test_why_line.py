@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from queues import EchoMQ
-from tests.dashboard.test_consumers import connect, receive_until
 from tests.support.redis_servers import RedisServer
+from tests.support.sockets import connect, receive_until
 from tests.support.why import commands_run, register, reset_commandstats
 
 pytestmark = pytest.mark.django_db(transaction=True)

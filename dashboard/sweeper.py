@@ -24,7 +24,7 @@ from dashboard.actions.runner import abandoned_sweep_forever
 from queues import EmqError
 from queues.client import default_actor
 from queues.locks import LockHolder, Redlock
-from queues.sweeper import Sweeper, SweepReport, start_sweeper, sweeper_lock
+from queues.sweeper import ShardLocks, Sweeper, SweepReport, start_sweeper, sweeper_lock
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ _sweeper: Sweeper | None = None
 _starter: threading.Thread | None = None
 _runs_sweep: threading.Thread | None = None
 _stop = threading.Event()
-_readers: dict[tuple[str, tuple[str, ...]], Redlock] = {}
+_readers: dict[tuple[str, tuple[str, ...]], Redlock | ShardLocks] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ def running_sweeper() -> Sweeper | None:
     return _sweeper
 
 
-def _reader(url: str, lock_urls: list[str]) -> Redlock:
+def _reader(url: str, lock_urls: list[str]) -> Redlock | ShardLocks:
     key = (url, tuple(lock_urls))
     lock = _readers.get(key)
     if lock is None:

@@ -27,7 +27,7 @@ from .cluster import QueueLocation, queue_location
 from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
 from .errors import InvalidInput, NotReplicated, Refused, Unavailable
 from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id, validate_queue_name
-from .lease_index import hint_command
+from .lease_index import hint_command, shard_of
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
 from .redis_errors import NOT_RUN as _NOT_RUN, UNREACHABLE as _UNREACHABLE, ResponseError, translate
 from .scripts import script
@@ -67,8 +67,9 @@ def _eval(call: Call[Any]) -> tuple[Any, ...]:
     return ("EVAL", script(call.script).source, len(call.keys), *call.keys, *call.args)
 
 
-def _lease_hints(calls: list[Call[Any]], results: list[Any]) -> list[tuple[Any, ...]]:
-    """The lease index writes that follow these calls' results: one per queue whose claims claimed jobs."""
+def _lease_hints(calls: list[Call[Any]], results: list[Any], client: Any = None) -> list[tuple[Any, ...]]:
+    """The lease index writes that follow these calls' results: one per queue whose claims claimed jobs,
+    each to the queue's shard of the index as ``client`` (a cluster client, or None) sees the slot map."""
     earliest: dict[str, int] = {}
     for call, result in zip(calls, results):
         jobs = result.result if isinstance(result, NotReplicated) else result
@@ -77,7 +78,9 @@ def _lease_hints(calls: list[Call[Any]], results: list[Any]) -> list[tuple[Any, 
         if call.leases and isinstance(jobs, list) and jobs:
             deadline = min(job.lease_deadline_ms for job in jobs)
             earliest[call.leases] = min(deadline, earliest.get(call.leases, deadline))
-    return [hint_command(queue, deadline) for queue, deadline in earliest.items()]
+    if client is None:
+        return [hint_command(queue, deadline) for queue, deadline in earliest.items()]
+    return [hint_command(queue, deadline, shard_of(client, queue).index_key) for queue, deadline in earliest.items()]
 
 
 def _hint_failed(error: Exception) -> None:
@@ -428,7 +431,7 @@ class EchoMQ(Described):
         return result
 
     def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
-        for hint in _lease_hints(calls, results):
+        for hint in _lease_hints(calls, results, self.redis):
             try:
                 self.redis.execute_command(*hint)
             except Exception as error:
@@ -876,7 +879,7 @@ class AsyncEchoMQ(Described):
 
     async def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
         """Sends the lease index writes in a task of their own, so that the claim's jobs start no later."""
-        hints = _lease_hints(calls, results)
+        hints = _lease_hints(calls, results, self.redis)
         if hints:
             task = asyncio.create_task(self._send_hints(hints))
             self._hints.add(task)

@@ -22,7 +22,8 @@ from typing import Final
 
 from .client import EchoMQ, _primaries
 from .errors import Unavailable
-from .keys import ANY_QUEUE_KEY_PATTERN, LEASE_INDEX, QUEUE_REGISTRY, QueueKeys, queue_of_key
+from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key
+from .lease_index import shard_of
 from .moves import _int, _text
 from .redis_errors import UNREACHABLE
 
@@ -47,6 +48,13 @@ class QueueDiscovery:
         self._node = 0
         self._cursor = 0
 
+    def _index(self, active: set[str]) -> int:
+        """Puts these queues in the lease index (at score 0, a score already there stands), each in its shard."""
+        by_shard: dict[str, list[str]] = {}
+        for name in sorted(active):
+            by_shard.setdefault(shard_of(self.mq.redis, name).index_key, []).append(name)
+        return sum(int(self.mq.redis.zadd(key, dict.fromkeys(names, 0), nx=True) or 0) for key, names in by_shard.items())
+
     def step(self) -> DiscoveryStep:
         try:
             nodes = _primaries(self.mq.redis)
@@ -64,7 +72,7 @@ class QueueDiscovery:
                     if text == QueueKeys(name).active:
                         active.add(name)
             registered = int(self.mq.redis.sadd(QUEUE_REGISTRY, *sorted(names))) if names else 0
-            indexed = int(self.mq.redis.zadd(LEASE_INDEX, dict.fromkeys(sorted(active), 0), nx=True) or 0) if active else 0
+            indexed = self._index(active)
         except UNREACHABLE as error:
             raise Unavailable(f"queue discovery could not scan: {error}") from error
         self._cursor = int(cursor)

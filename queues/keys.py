@@ -7,6 +7,8 @@ place that spells a key.
 
 from __future__ import annotations
 
+import binascii
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -31,6 +33,34 @@ ANY_QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
 # passed. It is outside any queue's slot, so it may lag the truth, which the
 # per-queue scripts keep (see PROTOCOL.md, "The lease index").
 LEASE_INDEX: Final = "emq:leases"
+
+HASH_SLOTS: Final = 16384
+
+
+@functools.cache
+def slot_tag(slot: int) -> str:
+    """The smallest decimal number whose CRC16 (as Redis Cluster hashes a key) lands in ``slot``.
+
+    A hash tag that puts a key in a given slot, so that a key can live on the
+    master that owns a slot range; every slot has one below 110,000.
+    """
+    if not 0 <= slot < HASH_SLOTS:
+        raise InvalidInput(f"slot must be 0..{HASH_SLOTS - 1}")
+    n = 0
+    while binascii.crc_hqx(str(n).encode(), 0) % HASH_SLOTS != slot:
+        n += 1
+    return str(n)
+
+
+def lease_index_shard(first_slot: int) -> str:
+    """On a cluster, the lease index of the queues in the slot range that begins at ``first_slot``,
+    kept in that slot, so it lives on the master of its own queues."""
+    return f"{LEASE_INDEX}:{{{slot_tag(first_slot)}}}"
+
+
+def sweeper_lock_shard(first_slot: int) -> str:
+    """On a cluster, the sweeper lock of the slot range that begins at ``first_slot``, beside its lease index."""
+    return f"{SWEEPER_LOCK}:{{{slot_tag(first_slot)}}}"
 
 MAX_QUEUE_NAME = 128
 MAX_JOB_ID = 256

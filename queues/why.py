@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .errors import EmqError
 from .keys import SWEEPER_LOCK, QueueKeys, validate_job_id
+from .lease_index import shard_of, shards_of
 from .moves import Call, _text, refused_whole
 from .visible import visible
 
@@ -156,24 +157,39 @@ def _sweeper(reply: list[Any]) -> Sweeper:
     return Sweeper(holder, int(ttl) if token and int(ttl) >= 0 else None)
 
 
-def read_sweeper(mq: EchoMQ) -> Sweeper:
+def _lock_keys(client: Any, queue: str | None) -> list[str]:
+    # On a cluster the lock is cut like the lease index: the queue's shard, or (no queue) each shard's.
+    if queue is not None:
+        return [shard_of(client, queue).lock_key]
+    return [shard.lock_key for shard in shards_of(client)]
+
+
+def _first_held(replies: list[Any]) -> Sweeper:
+    pairs = [replies[i:i + 2] for i in range(0, len(replies), 2)]
+    return next((_sweeper(pair) for pair in pairs if pair[0]), _sweeper(pairs[0]))
+
+
+def read_sweeper(mq: EchoMQ, queue: str | None = None) -> Sweeper:
     """The holder of ``emq:lock:sweeper`` on the EchoMQ Redis (the default lock; with ``EMQ_LOCK_URLS`` the
-    lock lives on those masters: pass what :func:`queues.sweeper.sweeper_holder` says instead)."""
+    lock lives on those masters: pass what :func:`queues.sweeper.sweeper_holder` says instead). On a
+    cluster, the lock of ``queue``'s shard, or without a queue the first shard's lock that is held."""
     try:
         pipe = mq.redis.pipeline(transaction=False)
-        pipe.get(SWEEPER_LOCK)
-        pipe.pttl(SWEEPER_LOCK)
-        return _sweeper(pipe.execute())
+        for key in _lock_keys(mq.redis, queue):
+            pipe.get(key)
+            pipe.pttl(key)
+        return _first_held(pipe.execute())
     except Exception as error:
         return Sweeper("", None, str(error) or type(error).__name__)
 
 
-async def read_sweeper_async(mq: AsyncEchoMQ) -> Sweeper:
+async def read_sweeper_async(mq: AsyncEchoMQ, queue: str | None = None) -> Sweeper:
     try:
         pipe = mq.redis.pipeline(transaction=False)
-        pipe.get(SWEEPER_LOCK)
-        pipe.pttl(SWEEPER_LOCK)
-        return _sweeper(await pipe.execute())
+        for key in _lock_keys(mq.redis, queue):
+            pipe.get(key)
+            pipe.pttl(key)
+        return _first_held(await pipe.execute())
     except Exception as error:
         return Sweeper("", None, str(error) or type(error).__name__)
 
@@ -184,7 +200,7 @@ def queue_why(mq: EchoMQ, queue: str, *, sweeper: Sweeper | None = None) -> Why:
         evidence = mq.run(queue_evidence(queue))
     except EmqError as error:
         return unknown(error)
-    return decide_queue(evidence, sweeper if sweeper is not None else read_sweeper(mq))
+    return decide_queue(evidence, sweeper if sweeper is not None else read_sweeper(mq, queue))
 
 
 def job_why(mq: EchoMQ, queue: str, job_id: str, *, sweeper: Sweeper | None = None) -> Why:
@@ -192,7 +208,7 @@ def job_why(mq: EchoMQ, queue: str, job_id: str, *, sweeper: Sweeper | None = No
         evidence = mq.run(job_evidence(queue, job_id))
     except EmqError as error:
         return unknown(error)
-    return decide_job(evidence, sweeper if sweeper is not None else read_sweeper(mq))
+    return decide_job(evidence, sweeper if sweeper is not None else read_sweeper(mq, queue))
 
 
 async def queue_why_async(mq: AsyncEchoMQ, queue: str, *, sweeper: Sweeper | None = None) -> Why:
@@ -200,7 +216,7 @@ async def queue_why_async(mq: AsyncEchoMQ, queue: str, *, sweeper: Sweeper | Non
         evidence = await mq.run(queue_evidence(queue))
     except EmqError as error:
         return unknown(error)
-    return decide_queue(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq))
+    return decide_queue(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq, queue))
 
 
 async def job_why_async(mq: AsyncEchoMQ, queue: str, job_id: str, *, sweeper: Sweeper | None = None) -> Why:
@@ -208,7 +224,7 @@ async def job_why_async(mq: AsyncEchoMQ, queue: str, job_id: str, *, sweeper: Sw
         evidence = await mq.run(job_evidence(queue, job_id))
     except EmqError as error:
         return unknown(error)
-    return decide_job(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq))
+    return decide_job(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq, queue))
 
 
 # Deciding --------------------------------------------------------------------------------------------------

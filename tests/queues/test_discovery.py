@@ -6,7 +6,7 @@ import time
 
 from queues import EchoMQ, moves
 from queues.discovery import QueueDiscovery
-from queues.keys import LEASE_INDEX
+from queues.lease_index import shard_of
 from queues.scripts import script
 from queues.sweeper import sweep
 
@@ -57,10 +57,10 @@ def test_a_lapsed_lease_of_an_unindexed_queue_is_found_and_recovered(any_mq: Ech
     assert sweep(any_mq).recovered == 0, "the sweeper cannot know of it yet"
 
     _walk(QueueDiscovery(any_mq))
-    assert any_mq.redis.zscore(LEASE_INDEX, "ghost") == 0
+    assert any_mq.redis.zscore(shard_of(any_mq.redis, "ghost").index_key, "ghost") == 0
 
     report = sweep(any_mq)
 
     assert (report.queues, report.recovered) == (1, 1)
     assert any_mq.job("ghost", "job-1").state == "pending"
-    assert any_mq.redis.zscore(LEASE_INDEX, "ghost") is None
+    assert any_mq.redis.zscore(shard_of(any_mq.redis, "ghost").index_key, "ghost") is None

@@ -9,12 +9,13 @@ import pytest
 
 from queues import AsyncEchoMQ, EchoMQ, InvalidInput, NothingToClaim, lease_index, moves
 from queues.keys import LEASE_INDEX
+from queues.lease_index import shard_of
 from tests.support.keyspace import keyspace_dump
 from tests.support.waiting import wait_until
 
 
 def _score(mq: EchoMQ, queue: str) -> float | None:
-    return mq.redis.zscore(LEASE_INDEX, queue)
+    return mq.redis.zscore(shard_of(mq.redis, queue).index_key, queue)
 
 
 def test_a_claim_lowers_its_queues_score_to_the_lease_deadline_and_a_later_one_never_raises_it(any_mq: EchoMQ) -> None:

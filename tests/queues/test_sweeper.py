@@ -6,7 +6,7 @@ import pytest
 
 from queues import EchoMQ, moves
 from queues.keys import LEASE_INDEX, SWEEPER_LOCK
-from queues.locks import lock_clients
+from queues.locks import Redlock, lock_clients
 from queues.sweeper import Sweeper, start_sweeper, sweep, sweeper_holder, sweeper_lock
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until
@@ -77,8 +77,9 @@ def test_several_lock_urls_make_the_sweeper_lock_a_redlock(mq: EchoMQ, monkeypat
     servers = [RedisServer().start() for _ in range(3)]
     try:
         monkeypatch.setenv("EMQ_LOCK_URLS", ",".join(s.url for s in servers))
-        sweeper = Sweeper(mq, sweeper_lock(holder="site-1"), interval_s=1)
-        assert sweeper.lock.quorum == 2
+        lock = sweeper_lock(holder="site-1")
+        assert isinstance(lock, Redlock) and lock.quorum == 2
+        sweeper = Sweeper(mq, lock, interval_s=1)
 
         servers[0].kill()
         assert sweeper.run_once() is not None
@@ -170,7 +171,8 @@ def test_the_sweeper_keeps_its_lock_through_a_round_longer_than_the_lock_lives(m
                       queues_per_step=1, round_budget_s=60, discovery_scans_per_s=0, on_step=held_step)
     assert sweeper.lock.ttl_ms == 3000
     assert sweeper.holds_lock()
-    token = sweeper.lock.lease.token  # type: ignore[union-attr]
+    assert isinstance(sweeper.lock, Redlock) and sweeper.lock.lease is not None
+    token = sweeper.lock.lease.token
 
     report = sweeper.run_once()
 

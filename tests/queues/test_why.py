@@ -10,6 +10,7 @@ import pytest
 from queues import AsyncEchoMQ, EchoMQ, QueueKeys, moves, why
 from queues.cli import main
 from queues.errors import NothingToClaim
+from queues.lease_index import shard_of
 from tests.support.redis_servers import free_port
 from tests.support.why import commands_run, redis_usec, register, reset_commandstats
 
@@ -121,7 +122,8 @@ def test_lapsed_leases_without_a_sweeper_say_the_sweeper_has_not_run(any_mq: Ech
     assert answer.top.code == "sweeper_not_running"
     assert (answer.top.evidence["lapsed"], answer.top.evidence["oldest_lapsed_id"]) == (1, "j")
 
-    any_mq.redis.set("emq:lock:sweeper", "abc/console-1", px=10_000)
+    # On a cluster the lock is the one of the queue's shard of the lease index.
+    any_mq.redis.set(shard_of(any_mq.redis, "mail").lock_key, "abc/console-1", px=10_000)
     job = why.job_why(any_mq, "mail", "j")
     assert job.top.code == "lease_lapsed" and "console-1" in job.top.text
     assert "sweeper_not_running" not in codes(job) and "sweeper_not_running" not in codes(why.queue_why(any_mq, "mail"))

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from . import latency, slo
+from .cli_schedules import add_commands as add_schedule_commands
 from .client import EchoMQ
 from .deploys import deploy_mark, deploy_marks
 from .errors import Duplicate, EmqError, InvalidInput, JobMissing
@@ -567,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_deploy_list)
     p.add_argument("--limit", type=int, default=200)
     p.add_argument("--json", action="store_true")
+    add_schedule_commands(command)
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")
     p = command("worker", cmd_worker, "run handlers for a queue")

@@ -62,6 +62,14 @@ def sweeper_lock_shard(first_slot: int) -> str:
     """On a cluster, the sweeper lock of the slot range that begins at ``first_slot``, beside its lease index."""
     return f"{SWEEPER_LOCK}:{{{slot_tag(first_slot)}}}"
 
+# Which queues hold schedules (recurring jobs), and from when one of them may be due: a sorted set of
+# queue names, each scored by a time (ms) before which none of that queue's schedules ticks. A hint kept
+# as the lease index is (the same take and settle scripts), outside every queue's slot; the schedules
+# themselves live in their queue's slot (see :mod:`queues.schedules`).
+SCHEDULE_INDEX: Final = "emq:schedule_index"
+# The lock under which one process at a time runs the schedules' ticks (see :mod:`queues.scheduler`).
+SCHEDULER_LOCK: Final = "emq:lock:scheduler"
+
 MAX_QUEUE_NAME = 128
 MAX_JOB_ID = 256
 # Braces would move the hash tag into another slot; whitespace and control
@@ -77,6 +85,18 @@ def validate_queue_name(name: object) -> str:
 
 def validate_job_id(job_id: object) -> str:
     return _validate(job_id, "job id", MAX_JOB_ID, _FORBIDDEN_IN_ID)
+
+
+MAX_SCHEDULE_NAME = 64
+# A schedule's name is part of every job id it makes (NAME:TICK_MS) and of a key: plain characters only.
+_SCHEDULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def validate_schedule_name(name: object) -> str:
+    if not isinstance(name, str) or not _SCHEDULE_NAME.fullmatch(name):
+        raise InvalidInput(f"a schedule's name is 1..{MAX_SCHEDULE_NAME} of A-Z a-z 0-9 . _ - (starting with a "
+                           f"letter or digit), not {name!r}")
+    return name
 
 
 def validate_state(state: object) -> State:
@@ -117,7 +137,7 @@ def queue_of_key(key: str) -> str | None:
 
 # The names under a queue's prefix that the protocol itself uses; a caller's own key must take another.
 _PROTOCOL_NAMES: Final = frozenset({*STATES, "events", "workers", "worker", "releases", "counts", "paused", "job", "failures",
-                                    "failure", "m", "h"})
+                                    "failure", "m", "h", "schedules", "schedule"})
 _OWN_KEY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -170,6 +190,15 @@ class QueueKeys:
     def paused(self) -> str:
         """Exists while the queue is paused (a hash: reason, actor, since_ms); claim refuses meanwhile."""
         return self.prefix + "paused"
+
+    @property
+    def schedules(self) -> str:
+        """The queue's schedules: a sorted set of schedule names, each scored by its next tick (ms)."""
+        return self.prefix + "schedules"
+
+    def schedule(self, name: str) -> str:
+        """One schedule (a hash: what it enqueues, when, and how its last ticks went)."""
+        return self.prefix + "schedule:" + validate_schedule_name(name)
 
     def state_set(self, state: State) -> str:
         return self.prefix + validate_state(state)

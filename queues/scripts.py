@@ -38,9 +38,12 @@ MOVES: Final = (
     *(move.script for move in JOB_MOVES),
     "recover_expired", "retry_failed", "purge",
     "pause", "resume", "register_worker", "unregister_worker", "group_failed", "note_refusal",
+    # Schedules (recurring jobs), in their queue's slot (see queues/schedules.py).
+    "schedule_set", "schedule_pause", "schedule_delete", "schedule_tick",
 )
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
-                   "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram")
+                   "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram",
+                   "schedules")
 # Latency objectives, in one key outside every queue's slot (see queues/slo.py).
 SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 # Deploy marks, in one key outside every queue's slot (see queues/deploys.py).

@@ -85,7 +85,20 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
                     {"reason": draw(texts), "actor": "a", "since_ms": draw(numbers)}))
     entries.append(lease_index_entry(draw))
     entries.append(slo_entry(draw))
+    entries.extend(schedule_entries(draw))
     return entries
+
+
+def schedule_entries(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
+    """A schedule as schedule_set writes it (or odd: another type, a paused one, a version that is text)."""
+    fields = {"name": "s", "cron": "", "tz": "", "every_ms": "1000", "payload": draw(st.one_of(texts, st.just("x"))),
+              "max_attempts": draw(st.sampled_from(["3", "x", "0"])), "missed": "once",
+              "paused": draw(st.sampled_from(["0", "0", "1"])), "version": draw(st.sampled_from(["1", "1", "x"])),
+              "next_ms": draw(st.sampled_from(["1000", "1000", "", "x"])),
+              "last_tick_ms": draw(st.sampled_from(["", "0", "1000"])), "recent": draw(st.sampled_from(["", "0,1", "run:5"]))}
+    return [(KEYS.prefix + "schedule:s", draw(st.sampled_from(["hash", "hash", "none", "string"])), fields),
+            (KEYS.prefix + "schedules", draw(st.sampled_from(["zset", "zset", "none", "string"])),
+             {"s": draw(st.sampled_from([1000, 99999999999999]))})]
 
 
 def slo_entry(draw: st.DrawFn) -> tuple[str, str, Any]:
@@ -127,6 +140,7 @@ def coherent_keyspace(draw: st.DrawFn) -> tuple[list[tuple[str, str, Any]], dict
     entries.append((KEYS.workers, draw(st.sampled_from(["none", "zset"])), {"w:1": AHEAD}))
     entries.append(lease_index_entry(draw))
     entries.append(slo_entry(draw))
+    entries.extend(schedule_entries(draw))
     return entries, {job_id: state for job_id, state in world.items() if state != "none"}
 
 
@@ -175,6 +189,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
     limit = st.one_of(st.sampled_from(["1", "200", "1000", "1001"]), numbers)
     seen_state = st.one_of(states, st.just("pending"))
     seen_attempts = st.one_of(st.just(""), attempts)
+    schedule_name = st.sampled_from(["s", "s", "t", "", "a b", "{x}"])
     fixed: dict[str, list[st.SearchStrategy[Any]]] = {
         "enqueue": [job_id, texts, numbers, numbers, actor],
         "claim": [lease, st.sampled_from(["ab12", "", "AB", "x"]), actor, limit],
@@ -230,6 +245,20 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "deploy_mark": [st.sampled_from(["v1.5.0", "", "a" * 65, "v\n1"]),
                         st.one_of(st.sampled_from(["", "1796000000000"]), numbers)],
         "deploy_marks": [numbers, numbers, limit],
+        "schedule_set": [schedule_name, st.sampled_from(["add", "update", "x"]), st.sampled_from(["", "1", "2", "x"]),
+                         st.sampled_from(["", "*/5 * * * *", "61 * * * * *", "* * *"]),
+                         st.sampled_from(["", "UTC", "Europe/Berlin", "a b"]), st.one_of(st.sampled_from(["1000", ""]), numbers),
+                         texts, st.one_of(st.just("3"), numbers), st.sampled_from(["once", "skip", "x"]),
+                         st.sampled_from(["0", "1", "2"]), st.one_of(st.just("5000"), numbers), actor],
+        "schedule_pause": [schedule_name, st.sampled_from(["pause", "resume", "x"]), st.sampled_from(["", "1", "2", "x"]),
+                           st.one_of(st.sampled_from(["", "5000"]), numbers), actor],
+        "schedule_delete": [schedule_name, st.sampled_from(["", "1", "2", "x"])],
+        "schedule_tick": [schedule_name, st.sampled_from(["tick", "skip", "run", "x"]),
+                          st.one_of(st.sampled_from(["1000", "2000", "0"]), numbers),
+                          st.one_of(st.sampled_from(["2000", "", "1000"]), numbers), st.sampled_from(["", "1", "2", "x"]),
+                          actor],
+        "schedules": [st.one_of(st.sampled_from(["", "5000"]), numbers), st.sampled_from(["", "1000", "x"]),
+                      schedule_name, limit],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -268,6 +297,14 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
         return [SLO_KEY]
     if name.startswith("deploy_mark"):
         return [DEPLOYS_KEY]
+    if name == "schedules":
+        return [KEYS.prefix + "schedules"]
+    if name == "schedule_tick":
+        suffix = f"run:{argv[2]}" if argv[1:2] == ["run"] else str(argv[2] if len(argv) > 2 else "")
+        return keys + [KEYS.prefix + f"job:{argv[0]}:{suffix}", KEYS.prefix + f"schedule:{argv[0]}",
+                       KEYS.prefix + "schedules"]
+    if name.startswith("schedule_"):
+        return [KEYS.prefix + f"schedule:{argv[0] if argv else ''}", KEYS.prefix + "schedules"]
     if picks or not argv:
         return keys + [KEYS.prefix]
     return keys + [KEYS.prefix + "job:" + str(argv[0])]
@@ -298,6 +335,10 @@ VALID_ARGV: Final[dict[str, list[str]]] = {
     "lease_index_settle": ["5000", "q", "6000", "other", "0"],
     "slo_set": ["mail-*", "wait", "500", "99.9", "30", "op"],
     "slo_delete": ["q"],
+    "schedule_tick": ["s", "tick", "1000", "2000", "1", "op"],
+    "schedule_set": ["s", "update", "1", "*/5 * * * *", "UTC", "", "x", "3", "once", "0", "5000", "op"],
+    "schedule_pause": ["s", "resume", "", "5000", "op"],
+    "schedule_delete": ["s", "1"],
 }
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from queues import EmqError, InvalidInput, reads, validate_job_id, why
+from queues import EmqError, InvalidInput, validate_job_id, why
 from queues.follower import Follower, Update
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
 from .census import CensusPass, census_pass
 from .pages.job import read_job_page_async
+from .pages.queue import read_queue_page_async
 from .why_line import overview_reasons_async, why_context, why_down, with_reasons
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
@@ -191,27 +192,22 @@ class QueuePage(LivePage):
     async def full(self, follower: Follower) -> list[str]:
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True) + _why_down(follower) + self._stale_summary()]
-        answer = await why.queue_why_async(follower.mq, self.window.queue)
         try:
-            stats, page, states = await follower.mq.run_many([
-                reads.stats(self.window.queue), reads.page(self.window.queue, self.window.state, **self.window.where()),
-                reads.states(self.window.queue, self.shown)])
-        except EmqError:
-            stats = page = states = None
-        self.stale = not isinstance(stats, QueueStats) or not isinstance(page, reads.Page)
-        if self.stale:
-            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_context(answer))
+            data = await read_queue_page_async(follower.mq, self.window, shown=self.shown)
+        except EmqError as error:
+            self.stale = True
+            return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_down(str(error)))
                     + self._stale_summary()]
-        on_page = {row.id for row in page.rows}
-        elsewhere = [s for s in states if s.id not in on_page] if isinstance(states, list) else []
-        context = row_html.queue_page_context(self.window, stats, page, follower.throughput,
-                                              elsewhere=elsewhere)
+        self.stale = False
+        context = row_html.queue_page_context(self.window, data.stats, data.page, follower.throughput,
+                                              elsewhere=data.elsewhere)
         self.last = context
         chunks: list[str] = context["row_chunks"]  # type: ignore[assignment]
         # A page too large for one message: its table comes in parts, which the page puts together.
         first = {**context, "rows_html": context["first_rows_html"], "parts": len(chunks) + 1}
-        return [_common(follower, page.now_ms, status=True)
-                + _render("dashboard/_why_line.html", why_context(answer))
+        return [_common(follower, data.page.now_ms, status=True)
+                + _render("dashboard/_why_line.html", why_context(data.why))
+                + _render("dashboard/_queue_workers.html", {"queue_workers": data.workers})
                 + _render("dashboard/_queue_summary.html", context)
                 + _render("dashboard/_queue_jobs.html", first),
                 *(_render("dashboard/_queue_jobs_part.html", {"rows_html": chunk, "part": n + 2,

@@ -8,7 +8,7 @@ template. Every value that comes from Redis passes through ``escape``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import quote
 
 from django.conf import settings
@@ -209,7 +209,7 @@ def job_row_parts(lines: list[JobLine], window: Window, *, csrf_token: str = "")
 
 
 def queue_page_context(window: Window, stats: QueueStats, page: Page, throughput: Throughput | None,
-                       *, csrf_token: str = "", elsewhere: list[object] | None = None) -> dict[str, object]:
+                       *, csrf_token: str = "", elsewhere: Sequence[object] = ()) -> dict[str, object]:
     """What the queue page's summary and jobs table show: every row of the page the window asks for.
 
     A row with its buttons is about 1.6 KB, so a page of 200 is about 320 KB: more than one live message
@@ -218,7 +218,7 @@ def queue_page_context(window: Window, stats: QueueStats, page: Page, throughput
     them together before it shows the table. The first render is one HTTP answer and needs no parts.
     """
     context = queue_context(window, stats, page, throughput)
-    context["elsewhere"] = elsewhere or []
+    context["elsewhere"] = list(elsewhere)
     context["page_sizes"] = PAGE_SIZES
     parts = job_row_parts(context["lines"], window, csrf_token=csrf_token)  # type: ignore[arg-type]
     # The summary and the clock get a fixed room unless they need more (a long pause reason).

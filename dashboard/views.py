@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from queues import InvalidInput, Refused, Unavailable, reads, validate_job_id, validate_queue_name, why
+from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
 from queues.census import Census
 from queues.reads import QueueStats
 
@@ -25,8 +25,8 @@ from .http import HtmxHttpRequest
 from .monitoring.charts import queue_history_context
 from .monitoring.latency_chart import queue_latency_context
 from .monitoring.overview_latency import overview_latency_context
-from .monitoring.workers import queue_workers_context
 from .pages.job import read_job_page
+from .pages.queue import read_queue_page
 from .queue_names import queue_missing
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
@@ -106,10 +106,7 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
         validate_queue_name(name)
         window = presenters.Window.from_query(name, request.GET)
         context["window"] = window
-        stats, page = read(lambda mq: mq.run_many([reads.stats(name), reads.page(name, window.state, **window.where())]))
-        for result in (stats, page):
-            if isinstance(result, Exception):
-                raise result
+        data = read(lambda mq: read_queue_page(mq, window))
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
@@ -118,18 +115,17 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     try:
-        missing, close = queue_missing(name, stats)
+        missing, close = queue_missing(name, data.stats)
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     if missing:
         return render(request, "dashboard/queue.html", {**context, "missing": missing, "close": close}, status=404)
     follower = live_follower()
-    context.update(why_context(read(lambda mq: why.queue_why(mq, name))))
-    context.update(queue_workers_context(name))
+    context.update(why_context(data.why), queue_workers=data.workers)
     context.update(queue_history_context(name, request.GET.get("range", "1h")))
-    context.update(queue_latency_context(name, request.GET.get("range", "1h"), stats.due))
-    context.update(row_html.queue_page_context(window, stats, page, follower.throughput if follower else None,
-                                               csrf_token=get_token(request)))
+    context.update(queue_latency_context(name, request.GET.get("range", "1h"), data.stats.due))
+    context.update(row_html.queue_page_context(window, data.stats, data.page, follower.throughput if follower else None,
+                                               csrf_token=get_token(request), elsewhere=data.elsewhere))
     if _wants_fragment(request, "queue-jobs"):
         return render(request, "dashboard/_queue_jobs.html", context)
     return render(request, "dashboard/queue.html", context)

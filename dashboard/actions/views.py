@@ -118,7 +118,7 @@ def _started(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
 
 def _back_url(request: HtmxHttpRequest, queue: str) -> str:
     """Where "Keep it" goes without JavaScript: the page the operator came from, or the queue."""
-    for candidate in (request.headers.get("HX-Current-URL", ""), request.headers.get("Referer", "")):
+    for candidate in (request.htmx.current_url or "", request.headers.get("Referer", "")):
         if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}):
             return candidate
     return f"{reverse('queue')}?{urlencode({'q': queue})}"
@@ -281,7 +281,7 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }
-    if request.htmx and request.headers.get("HX-Target") == "audit-rows":
+    if request.htmx and request.htmx.target == "audit-rows":
         return render(request, "dashboard/actions/audit_rows.html", context)
     return render(request, "dashboard/actions/audit_log.html", context)
 

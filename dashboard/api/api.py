@@ -43,6 +43,8 @@ from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
 from dashboard.pages.job import read_job_page
+from dashboard.pages.queue import read_queue_page
+from dashboard.presenters import Window
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.services import read
@@ -317,10 +319,12 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
     """Jobs in ``state`` ordered by score; pass a row's ``cursor`` as ``after`` (or ``before``) to move on."""
     _viewer(request)
     name, state = validate_queue_name(q), validate_state(state)
-    page = read(lambda mq: mq.page(name, state, after=after, before=before, limit=limit, order=order))
-    if not page.rows:
-        _existing(name, read(lambda mq: mq.stats(name)))
-    return page_out(page)
+    if after is not None and before is not None:
+        raise InvalidInput("give one of after or before")
+    data = read(lambda mq: read_queue_page(mq, Window(name, state, order, limit, after, before)))
+    if not data.page.rows:
+        _existing(name, data.stats)
+    return page_out(data.page)
 
 
 @api.get("/job", response={200: s.JobOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS}, summary="One job with its history")

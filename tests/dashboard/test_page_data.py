@@ -56,3 +56,37 @@ async def test_a_worker_that_is_gone_is_said_alike_by_the_view_the_live_page_and
     assert 'id="worker-gone"' in page.content.decode()
     assert api.json()["worker_gone"] is True
     assert 'id="worker-gone"' in pushed
+
+
+async def test_a_queue_whose_jobs_cannot_be_read_is_said_alike_by_the_view_the_live_page_and_the_api(
+        console_mq: EchoMQ, viewer_client: Client, viewer_cookie: bytes, stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    keys = QueueKeys("mail")
+    console_mq.redis.delete(keys.done)
+    console_mq.redis.set(keys.done, "not a sorted set")
+    refusal = f"refused: {keys.done} holds a string"
+
+    page = await sync_to_async(viewer_client.get)("/queue/?q=mail&state=done")
+    api = await sync_to_async(viewer_client.get)("/api/queue/jobs?q=mail&state=done")
+    communicator = await connect("/ws/queue/?q=mail&state=done", viewer_cookie)
+    pushed = await receive_until(communicator, lambda m: html.escape(refusal) in m)
+    await communicator.disconnect()
+
+    assert f"This queue cannot be read: {html.escape(refusal)}" in page.content.decode()
+    assert api.status_code == 409 and api.json()["error"].startswith(refusal)
+    assert 'id="why-line"' in pushed and 'id="queue-jobs"' not in pushed
+
+
+async def test_a_workers_registry_that_cannot_be_read_is_unknown_alike_on_the_view_and_the_live_page(
+        console_mq: EchoMQ, viewer_client: Client, viewer_cookie: bytes, stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    console_mq.redis.set(QueueKeys("mail").workers, "not a sorted set")
+
+    page = await sync_to_async(viewer_client.get)("/queue/?q=mail")
+    communicator = await connect("/ws/queue/?q=mail", viewer_cookie)
+    pushed = await receive_until(communicator, lambda m: 'id="queue-jobs"' in m)
+    await communicator.disconnect()
+
+    # Unknown is not none: neither says "0 workers", and the jobs are shown all the same.
+    assert page.status_code == 200 and 'id="queue-workers"' not in page.content.decode()
+    assert 'id="queue-workers"' not in pushed and "j1" in pushed and "j1" in page.content.decode()

@@ -416,6 +416,13 @@ def cmd_script(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     print(script(args.name).source, end="")
 
 
+def cmd_top(mq: EchoMQ | None, args: argparse.Namespace) -> None:
+    from .console_api import ConsoleAPI
+    from .top import run
+
+    run(ConsoleAPI(args.console, args.token), interval_s=max(0.5, args.interval), queue=args.queue)
+
+
 def cmd_worker(mq: EchoMQ | None, args: argparse.Namespace) -> None:
     from .worker import Worker, load_handler
 
@@ -571,6 +578,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_schedule_commands(command)
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")
+    p = command("top", cmd_top, "the console in this terminal, live, acting through the console's API "
+                                "(confirmed and audited as on the web)")
+    p.add_argument("queue", nargs="?", help="open this queue first")
+    p.add_argument("--console", help="the console's URL (default $EMQ_CONSOLE_URL, else http://127.0.0.1:8000/)")
+    p.add_argument("--token", help="an API token (default $EMQ_API_TOKEN; manage.py api_token USER --scope act)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between reads (default 2)")
     p = command("worker", cmd_worker, "run handlers for a queue")
     p.add_argument("queue")
     p.add_argument("--handler", required=True, help="module:callable")
@@ -585,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_NO_CLIENT = {cmd_script, cmd_worker}
+_NO_CLIENT = {cmd_script, cmd_worker, cmd_top}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

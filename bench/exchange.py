@@ -87,8 +87,9 @@ def run(server: RedisServer, *, orders: int, pipeline: int, requests: int) -> No
     server.client().script_load(s.source)
     fixed = parse_place(_body(0))
     call = admit_order(order_id=fixed.order_id, client_order_id=fixed.client_order_id, order=fixed.as_payload())
+    keys = [k if isinstance(k, str) else k.decode() for k in call.keys]
     for clients, depth in ((1, 1), (1, pipeline)):
-        rps, note = _redis_benchmark(server.port, ["EVALSHA", s.sha, str(len(call.keys)), *call.keys,
+        rps, note = _redis_benchmark(server.port, ["EVALSHA", s.sha, str(len(keys)), *keys,
                                                    *(str(a) if not isinstance(a, bytes) else a.decode()
                                                      for a in call.args)], clients, depth, requests)
         print(f"{'redis-benchmark EVALSHA admit_order (duplicate path), ' + f'{clients} conn, pipeline {depth}':<72}"

@@ -24,6 +24,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from queues import EmqError, InvalidInput, validate_job_id, validate_queue_name
 from queues.follower import Follower, Subscription
+from queues.keys import parse_job_id_token
 
 from . import presenters
 from .census import census_pass
@@ -257,4 +258,4 @@ class QueueConsumer(LiveConsumer):
 
 class JobConsumer(LiveConsumer):
     def make_page(self, query: dict[str, str]) -> LivePage:
-        return JobPage(validate_queue_name(query.get("q", "")), validate_job_id(query.get("id", "")))
+        return JobPage(validate_queue_name(query.get("q", "")), validate_job_id(parse_job_id_token(query.get("id", ""))))

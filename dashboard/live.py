@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput, validate_job_id, why
 from queues.follower import Follower, Update
+from queues.keys import parse_job_id_token
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
@@ -182,7 +183,8 @@ class QueuePage(LivePage):
             return False
         try:
             # No more than the page can show: the answer says where each of them is now.
-            shown = [validate_job_id(i) for i in dict.fromkeys(ids)][:self.window.limit]
+            # (Each as the rows name it: an id that is not UTF-8 as {HEX}.)
+            shown = [validate_job_id(parse_job_id_token(i)) for i in dict.fromkeys(ids)][:self.window.limit]
         except InvalidInput:
             return False
         changed = shown != self.shown

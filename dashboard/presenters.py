@@ -34,7 +34,7 @@ PAYLOAD_ALL: Final = 1024 * 1024
 
 def dom_id(prefix: str, name: str) -> str:
     """An HTML id for any queue name or job id (they may hold any printable character)."""
-    return f"{prefix}-{name.encode().hex()}"
+    return f"{prefix}-{name.encode(errors='surrogateescape').hex()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +405,7 @@ def job_lines(page: Page) -> list[JobLine]:
     for row in page.rows:
         warnings = []
         if not row.id_is_text:
-            warnings.append("its id is not UTF-8 (its bytes are shown as \\xNN; the console cannot name it to act on it)")
+            warnings.append("its id is not UTF-8 (its bytes are shown as \\xNN)")
         if not row.exists:
             warnings.append("its hash does not exist")
         elif row.state != page.state:

@@ -19,6 +19,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from queues.follower import Throughput
+from queues.keys import job_id_token
 from queues.reads import JobRow, Page, QueueStats
 
 from .presenters import MESSAGE_MAX_BYTES, PAGE_SIZES, JobLine, OverviewPager, OverviewQuery, QueueRow, Window, queue_context
@@ -192,14 +193,15 @@ def job_row_parts(lines: list[JobLine], window: Window, *, csrf_token: str = "")
         payload = ('<span class="badge">bytes</span> ' if line.payload_is_bytes else "") + visible(line.payload_text)
         if line.payload_cut:
             payload += f'<span class="muted">… ({row.payload_length} bytes)</span>'
-        with context.push(dom_id=line.dom_id, queue=window.queue, job_id=row.id, state=row.state,
+        token = job_id_token(row.id)
+        with context.push(dom_id=line.dom_id, queue=window.queue, job_id=row.id, state=row.expected_state,
                           attempts=row.attempts, delayed=line.is_delayed, lapsed=line.is_lapsed):
             pick_html, buttons_html = pick.render(context), buttons.render(context)
         out.append(
-            f'{divider}<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(row.id)}" '
+            f'{divider}<tr id="{line.dom_id}" class="{classes}" tabindex="0" data-job="{escape(token)}" '
             f'data-attempts="{escape(row.attempts)}" data-state="{escape(row.state)}">'
             f'<td class="pick">{pick_html}</td>'
-            f'<td class="mono id"><a href="{job_url}{_q(row.id)}">{visible(row.id)}</a>{warning}</td>'
+            f'<td class="mono id"><a href="{job_url}{_q(token)}">{visible(row.id)}</a>{warning}</td>'
             f'<td class="num mono" data-label="attempts">{visible(row.attempts) or "—"}</td>'
             f'<td class="when">{_when(line)}</td>'
             f'<td class="payload mono">{payload}</td>'

@@ -17,6 +17,8 @@ from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
 from queues.census import Census
+from queues.keys import parse_job_id_token
+from queues.moves import removable_key
 from queues.reads import QueueStats
 
 from . import presenters, rows as row_html
@@ -110,8 +112,9 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
-        # A key of another type in the queue's slot: the page says which, for an operator to repair.
-        return render(request, "dashboard/queue.html", {**context, "read_error": str(refused)})
+        # A key of another type in the queue's slot: the page says which, and offers a state set's repair.
+        return render(request, "dashboard/queue.html", {**context, "read_error": str(refused),
+                                                        "removable": removable_key(name, refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/queue.html", error, context)
     try:
@@ -132,13 +135,15 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _job_params(request: HttpRequest) -> tuple[str, str]:
-    return validate_queue_name(request.GET.get("q", "")), validate_job_id(request.GET.get("id", ""))
+    """The queue and the job: an id that is not UTF-8 comes as ``{HEX}`` of its bytes (``id_token``)."""
+    return validate_queue_name(request.GET.get("q", "")), validate_job_id(parse_job_id_token(request.GET.get("id", "")))
 
 
 @require_GET
 @viewers_only
 def job_detail(request: HtmxHttpRequest) -> HttpResponse:
-    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": request.GET.get("id", ""), "now_ms": 0}
+    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "job_id": parse_job_id_token(request.GET.get("id", "")),
+                               "now_ms": 0}
     try:
         name, job_id = _job_params(request)
         full = request.GET.get("full") == "1"
@@ -147,7 +152,8 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
-        return render(request, "dashboard/job.html", {**context, "read_error": str(refused)})
+        return render(request, "dashboard/job.html", {**context, "read_error": str(refused),
+                                                      "removable": removable_key(name, refused)})
     except Unavailable as error:
         return _unavailable(request, "dashboard/job.html", error, context)
     context.update(detail=presenters.job_detail(data, full_payload=full), now_ms=data.view.now_ms,
@@ -174,7 +180,7 @@ def job_payload(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/bad_input.html", {"message": f"job {job_id} does not exist in {name}",
                                                             "now_ms": view.now_ms}, status=404)
     response = HttpResponse(payload, content_type="application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="{job_id.encode().hex()[:64]}.payload"'
+    response["Content-Disposition"] = f'attachment; filename="{job_id.encode(errors="surrogateescape").hex()[:64]}.payload"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
 
@@ -182,9 +188,10 @@ def job_payload(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewers_only
 def find(request: HttpRequest) -> HttpResponse:
-    job_id = request.GET.get("id", "").strip()
+    token = request.GET.get("id", "").strip()
+    job_id = parse_job_id_token(token)
     queue = request.GET.get("q", "").strip()
-    context: dict[str, Any] = {"job_id": job_id, "queue": queue, "found": None, "now_ms": 0}
+    context: dict[str, Any] = {"job_id": token, "queue": queue, "found": None, "now_ms": 0}
     if not job_id:
         return render(request, "dashboard/find.html", context)
     try:
@@ -196,6 +203,6 @@ def find(request: HttpRequest) -> HttpResponse:
     except Unavailable as error:
         return _unavailable(request, "dashboard/find.html", error, context)
     if len(found) == 1:
-        return redirect(f"{reverse('job')}?{urlencode({'q': found[0], 'id': job_id})}")
+        return redirect(f"{reverse('job')}?{urlencode({'q': found[0], 'id': token})}")
     context["found"] = found
     return render(request, "dashboard/find.html", context, status=200 if found else 404)

@@ -576,7 +576,7 @@ class EchoMQ(Described):
                                 self.wait_replicas, self.wait_timeout_ms)
         return result
 
-    def _node_client(self, key: str) -> redis.Redis:
+    def _node_client(self, key: str | bytes) -> redis.Redis:
         if not is_cluster_client(self.redis):
             return self.redis  # type: ignore[return-value]
         return self.redis.get_redis_connection(self.redis.get_node_from_key(key))  # type: ignore[union-attr]

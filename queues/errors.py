@@ -76,6 +76,12 @@ class Refused(EmqError):
                     "written (the key needs an operator: repair or delete it)")
         if self.reason == "too_large":
             return f"refused: the payload of {job} is {self.state} bytes, more than the {self.attempts} asked for"
+        if self.move == "remove_key":
+            # remove_key names the state set it was asked to remove as the job id, its type now as the state.
+            if self.reason == "missing":
+                return f"refused: the {self.job_id} set no longer exists; nothing was removed"
+            held = "a sorted set again" if self.state == "zset" else f"a {self.state}"
+            return f"refused: the {self.job_id} set holds {held} now, not what was shown; nothing was removed"
         if self.reason == "missing":
             return f"refused: {job} does not exist"
         if self.reason == "too_long":

@@ -84,6 +84,13 @@ def validate_queue_name(name: object) -> str:
 
 
 def validate_job_id(job_id: object) -> str:
+    """An id of a job that may exist: UTF-8, or (another writer's) bytes that are not, each such byte held as
+    the lone surrogate ``surrogateescape`` decodes it to; the moves send those as the bytes again."""
+    return _validate(job_id, "job id", MAX_JOB_ID, _FORBIDDEN_IN_ID, stored=True)
+
+
+def validate_new_job_id(job_id: object) -> str:
+    """An id for a new job (or worker): UTF-8 only, as section 1 of PROTOCOL.md says."""
     return _validate(job_id, "job id", MAX_JOB_ID, _FORBIDDEN_IN_ID)
 
 
@@ -99,22 +106,63 @@ def validate_schedule_name(name: object) -> str:
     return name
 
 
+# The expected state that says "the hash has no state field" (or an empty one) to delete (PROTOCOL.md,
+# section 7): a job another writer left without one stays deletable by compare-and-move.
+ABSENT_STATE: Final = "~absent"
+
+
+def expected_state(state: str, key_type: str = "hash") -> str:
+    """What a compare-and-move expects of a job shown with ``state`` (its hash's field, '' when it has none) and
+    key type: the state, ``~absent`` for none, or ``wrongtype:<type>`` for a job key that is not a hash."""
+    if key_type not in ("hash", "none"):
+        return f"wrongtype:{key_type}"
+    return state or ABSENT_STATE
+
+
+def job_id_token(job_id: str) -> str:
+    """An id as text that names it exactly in a link, a form or a page: the id itself, or ``{HEX}`` (its bytes in
+    hexadecimal) when they are not UTF-8. No id holds a brace, so the two cannot be confused."""
+    try:
+        job_id.encode()
+    except UnicodeEncodeError:
+        return "{" + job_id.encode(errors="surrogateescape").hex() + "}"
+    return job_id
+
+
+_ID_TOKEN_HEX = re.compile(r"\{((?:[0-9a-fA-F]{2})+)\}")
+
+
+def parse_job_id_token(text: str) -> str:
+    """The id a :func:`job_id_token` names (any other text is the id as it is, for the validation to judge)."""
+    found = _ID_TOKEN_HEX.fullmatch(text)
+    if found is None:
+        return text
+    return bytes.fromhex(found.group(1)).decode(errors="surrogateescape")
+
+
 def validate_state(state: object) -> State:
     if state not in STATES:
         raise InvalidInput(f"state must be one of {', '.join(STATES)}, not {state!r}")
     return state
 
 
-def _validate(value: object, what: str, max_length: int, forbidden: re.Pattern[str]) -> str:
+def _validate(value: object, what: str, max_length: int, forbidden: re.Pattern[str], *, stored: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be a string, not {type(value).__name__}")
     if not value:
         raise InvalidInput(f"{what} must not be empty")
-    if len(value.encode()) > max_length:
+    try:
+        data = value.encode(errors="surrogateescape" if stored else "strict")
+    except UnicodeEncodeError:
+        shown = value.encode(errors="backslashreplace").decode()
+        raise InvalidInput(f"{what} {shown} is not UTF-8 text" if not stored
+                           else f"{what} {shown} holds a character that is no byte (a lone surrogate)") from None
+    if len(data) > max_length:
         raise InvalidInput(f"{what} is longer than {max_length} bytes")
     bad = forbidden.search(value)
     if bad:
-        raise InvalidInput(f"{what} {value!r} contains {bad.group()!r}, which is not allowed")
+        shown = value.encode(errors="surrogateescape").decode(errors="backslashreplace")
+        raise InvalidInput(f"{what} {shown!r} contains {bad.group()!r}, which is not allowed")
     return value
 
 
@@ -179,7 +227,7 @@ class QueueKeys:
 
     def worker(self, worker_id: str) -> str:
         """One worker's entry (a hash that expires unless the worker registers again)."""
-        return self.prefix + "worker:" + validate_job_id(worker_id)
+        return self.prefix + "worker:" + validate_new_job_id(worker_id)
 
     @property
     def counts(self) -> str:

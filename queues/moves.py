@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from .errors import Duplicate, InvalidInput, NothingToClaim, Paused, Refused
-from .keys import QueueKeys, validate_job_id, validate_state
+from .keys import STATES, QueueKeys, validate_job_id, validate_new_job_id, validate_state
 from .operator_moves import job_move
 
 T = TypeVar("T")
@@ -35,16 +35,31 @@ DEFAULT_BACKOFF_MS: Final = 1_000
 _CLAIM_ID = re.compile(r"^[0-9a-f]{1,64}$")
 
 
+def _wire(value: Any) -> Any:
+    """A key or argument as it is sent: text holding a byte that was not UTF-8 (a lone surrogate, as
+    ``surrogateescape`` decodes another writer's id) goes as its bytes again, so such a job can be named."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value.encode(errors="surrogateescape")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     script: str
-    keys: list[str]
+    keys: Sequence[str | bytes]
     args: list[Any]
     parse: Callable[[Any], T]
     # enqueue names its queue so the client can add it to the queue registry.
     registers: str | None = None
     # claim and finish_claim name their queue so the client can add the lease deadline to the lease index.
     leases: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", [_wire(key) for key in self.keys])
+        object.__setattr__(self, "args", [_wire(arg) for arg in self.args])
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +199,7 @@ def enqueue(queue: str, payload: object, *, job_id: str | None = None, delay_ms:
             max_attempts: int = DEFAULT_MAX_ATTEMPTS, actor: str = "") -> Call[str]:
     """Returns the id; a duplicate id raises :class:`Duplicate` (nothing written)."""
     keys = QueueKeys(queue)
-    job_id = validate_job_id(job_id) if job_id is not None else new_job_id()
+    job_id = validate_new_job_id(job_id) if job_id is not None else new_job_id()
     data = _payload(payload)
     delay_ms = _int(delay_ms, "delay_ms", 0, MAX_DELAY_MS)
     max_attempts = _int(max_attempts, "max_attempts", 1, MAX_TRIES)
@@ -207,7 +222,7 @@ def enqueue_many(queue: str, payloads: list[object], *, job_ids: list[str] | Non
         raise InvalidInput(f"give between 1 and {MAX_BATCH} payloads, not {len(payloads)}")
     if job_ids is not None and len(job_ids) != len(payloads):
         raise InvalidInput(f"{len(job_ids)} ids for {len(payloads)} payloads")
-    ids = [validate_job_id(i) for i in job_ids] if job_ids is not None else [new_job_id() for _ in payloads]
+    ids = [validate_new_job_id(i) for i in job_ids] if job_ids is not None else [new_job_id() for _ in payloads]
     if len(set(ids)) != len(ids):
         raise InvalidInput("a job id is given twice")
     args: list[Any] = [_int(delay_ms, "delay_ms", 0, MAX_DELAY_MS),
@@ -473,6 +488,56 @@ MAX_PAUSE_REASON_BYTES: Final = MAX_ERROR_BYTES
 
 
 @dataclass(frozen=True, slots=True)
+class KeyRemoved:
+    """remove_key's answer: which state set of ``queue`` was deleted, and the type it held."""
+
+    queue: str
+    which: str
+    kind: str
+
+    def describe(self) -> str:
+        return (f"removed: the {self.which} set of {self.queue} held a {self.kind}, not a sorted set; it is deleted, "
+                f"and {self.queue} can be read and moved again")
+
+
+@dataclass(frozen=True, slots=True)
+class RemovableKey:
+    """A state set of a queue that holds another type (what a read's ``wrongtype`` refusal named), which
+    :func:`remove_key` can delete."""
+
+    queue: str
+    which: str
+    kind: str
+
+
+def removable_key(queue: str, refusal: Refused) -> RemovableKey | None:
+    """The state set a ``wrongtype`` refusal of a read of ``queue`` names, when it names one; else None."""
+    if refusal.reason != "wrongtype":
+        return None
+    keys = QueueKeys(queue)
+    for state in STATES:
+        if refusal.state == keys.state_set(state) and refusal.attempts not in ("", "zset", "none"):
+            return RemovableKey(keys.queue, state, refusal.attempts)
+    return None
+
+
+def remove_key(queue: str, which: str, *, seen_type: str, actor: str = "") -> Call[KeyRemoved]:
+    """Deletes the ``which`` state set of ``queue`` if it still holds ``seen_type`` (not a sorted set): the repair
+    of a set another writer left as another type. :class:`Refused` (the set named as the job id) otherwise."""
+    keys = QueueKeys(queue)
+    which = validate_state(which)
+    if not isinstance(seen_type, str) or seen_type in ("", "zset", "none") or not seen_type.isalpha():
+        raise InvalidInput(f"the type shown must be a Redis type other than zset, not {seen_type!r}")
+
+    def parse(reply: list[Any]) -> KeyRemoved:
+        if _text(reply[0]) == "REFUSED":
+            raise _refusal("remove_key", which, reply)
+        return KeyRemoved(keys.queue, which, _text(reply[2]))
+
+    return Call("remove_key", keys.script_keys(None), [which, seen_type, actor], parse)
+
+
+@dataclass(frozen=True, slots=True)
 class PauseResult:
     """pause or resume as it happened: ``changed`` is False when the queue already was (not) paused."""
 
@@ -537,7 +602,7 @@ def register_worker(queue: str, worker_id: str, *, ttl_ms: int, host: str, pid: 
     ``release`` (its code's version, '' when it cannot tell; each attempt it claims records it) is new to
     the queue (the worker then adds a deploy mark)."""
     keys = QueueKeys(queue)
-    worker_id = validate_job_id(worker_id)
+    worker_id = validate_new_job_id(worker_id)
     shown = "\n".join(held[:WORKER_HELD_IDS])
 
     def parse(reply: list[Any]) -> Registration:

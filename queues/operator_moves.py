@@ -78,8 +78,9 @@ class OperatorMove:
         return set(self.asks_first) == set(STATES)
 
     def asks_for(self, shown_state: str) -> bool:
-        """Whether moving one job shown in ``shown_state`` asks first."""
-        return shown_state in self.asks_first
+        """Whether moving one job shown in ``shown_state`` asks first (a move that asks in every state asks in an
+        odd one too: a delete of a job without a state, or of a job key of another type)."""
+        return shown_state in self.asks_first or self.always_asks
 
     def offered(self, state: str, *, delayed: bool = True) -> bool:
         """Whether a job shown in ``state`` is offered this move (``delayed``: a pending job due later)."""
@@ -118,6 +119,9 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
                  "pause the queue"),
     OperatorMove("resume", "queue", "resume", "Resume", "resumed", "claims take the queue's jobs again",
                  "resume the queue"),
+    OperatorMove("remove_key", "queue", "remove_key", "Remove the key", "removed",
+                 "delete a state set that holds another type than a sorted set", "remove a key of another type",
+                 warning="The key is deleted with what it holds; the ids that were in it are in none of the sets."),
 )
 
 BY_NAME: Final[dict[str, OperatorMove]] = {move.name: move for move in OPERATOR_MOVES}

@@ -68,6 +68,8 @@ PROTOCOL_MOVES: Final[tuple[ProtocolMove, ...]] = (
     ProtocolMove("purge", ("done", "failed"), (Target(""),)),
     ProtocolMove("pause", ("",), (Target("paused"),)),
     ProtocolMove("resume", ("paused",), (Target(""),)),
+    # A state set of another type than a sorted set, removed by an operator (the event's id names the set).
+    ProtocolMove("remove_key", ("",), (Target(""),)),
 )
 
 BY_NAME: Final[dict[str, ProtocolMove]] = {move.name: move for move in PROTOCOL_MOVES}

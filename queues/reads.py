@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from .errors import InvalidInput, Refused
-from .keys import STATES, QueueKeys, State, validate_job_id, validate_state
+from .keys import STATES, QueueKeys, State, expected_state, job_id_token, parse_job_id_token, validate_job_id, validate_state
 from .moves import Call, _int, _text, cut_utf8, digits, refused_whole
 from .protocol_moves import HISTORY_CODES
 
@@ -82,12 +82,18 @@ class JobRow:
     last_error_length: int = 0
     key_type: str = "hash"
     payload_source: str = "payload"
-    # False when the id in the set is not UTF-8: ``id`` then shows its bytes as \\xNN and names no key.
+    # False when the id in the set is not UTF-8: ``id`` then holds each such byte as a lone surrogate
+    # (``surrogateescape``), which the moves send as that byte again; :func:`queues.keys.job_id_token` writes it.
     id_is_text: bool = True
 
     @property
     def cursor(self) -> str:
-        return f"{self.score}:{self.id}"
+        return f"{self.score}:{job_id_token(self.id)}"
+
+    @property
+    def expected_state(self) -> str:
+        """What a move on this row compares against (``~absent`` for no state, ``wrongtype:T`` for a key of type T)."""
+        return expected_state(self.state, self.key_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +144,11 @@ class JobView:
         return self.text("state")
 
     @property
+    def expected_state(self) -> str:
+        """What a move on this job compares against (``~absent`` for no state, ``wrongtype:T`` for a key of type T)."""
+        return expected_state(self.state, self.key_type)
+
+    @property
     def attempts(self) -> str:
         return self.text("attempts")
 
@@ -174,6 +185,11 @@ def _is_utf8(value: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _stored_id(value: Any) -> str:
+    """An id as a set holds it: exact, a byte that is not UTF-8 as a lone surrogate (see :class:`JobRow`)."""
+    return value.decode(errors="surrogateescape") if isinstance(value, bytes) else str(value)
 
 
 def _opt_int(value: Any) -> int | None:
@@ -378,7 +394,7 @@ def parse_cursor(cursor: object) -> tuple[int, str]:
         raise InvalidInput(f"cursor {cursor!r} is not valid: expected <score>:<id>")
     score, _, job_id = cursor.partition(":")
     try:
-        return int(score), validate_job_id(job_id)
+        return int(score), validate_job_id(parse_job_id_token(job_id))
     except (ValueError, InvalidInput):
         raise InvalidInput(f"cursor {cursor!r} is not valid: expected <score>:<id>") from None
 
@@ -406,7 +422,7 @@ def page(queue: str, state: str, *, offset: int | None = None, after: str | None
     def parse(reply: list[Any]) -> Page:
         refused_whole("page", reply)
         now, total, start, more, *flat = reply
-        rows = [JobRow(_text(flat[i]), score_int(flat[i + 1]), _text(flat[i + 2]), _text(flat[i + 3]),
+        rows = [JobRow(_stored_id(flat[i]), score_int(flat[i + 1]), _text(flat[i + 2]), _text(flat[i + 3]),
                        flat[i + 4], int(flat[i + 5]), _text(flat[i + 6]), _text(flat[i + 8]) != "none",
                        int(flat[i + 7]), _text(flat[i + 8]), _text(flat[i + 9]), _is_utf8(flat[i]))
                 for i in range(0, len(flat), 10)]

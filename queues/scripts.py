@@ -25,22 +25,22 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from .operator_moves import JOB_MOVES
+from .operator_moves import OPERATOR_MOVES
 
 LUA_DIR: Final = Path(__file__).with_name("lua")
 _INCLUDE = re.compile(r"^--@include ([\w.]+)$", re.MULTILINE)
 _SHEBANG = re.compile(r"^#!lua( flags=[a-z-]+(,[a-z-]+)*)?\n")
 _NAME = re.compile(r"(?:([A-Za-z_][\w.]*):)?(\w+)")
 
-MOVES: Final = (
+# The operator's moves' scripts follow their table (queue-wide ones that share a script named once).
+MOVES: Final = tuple(dict.fromkeys((
     "enqueue", "enqueue_many", "claim", "extend", "complete", "complete_many", "fail", "release",
     "finish_claim",
-    *(move.script for move in JOB_MOVES),
-    "recover_expired", "retry_failed", "purge",
-    "pause", "resume", "register_worker", "unregister_worker", "group_failed", "note_refusal",
+    *(move.script for move in OPERATOR_MOVES),
+    "register_worker", "unregister_worker", "group_failed", "note_refusal",
     # Schedules (recurring jobs), in their queue's slot (see queues/schedules.py).
     "schedule_set", "schedule_pause", "schedule_delete", "schedule_tick",
-)
+)))
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram",
                    "schedules")

@@ -15,9 +15,10 @@ from itertools import chain
 from typing import Final
 
 from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
-from queues.keys import validate_job_id, validate_queue_name
+from queues.keys import job_id_token, parse_job_id_token, validate_job_id, validate_queue_name
 from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
 from queues.search import Limits, Query, Search, check_match_move, move_matches
+from queues.visible import visible
 
 from ..search.budget import process_pacer
 
@@ -40,14 +41,21 @@ class Selected:
 
     @classmethod
     def parse(cls, text: str) -> Selected:
-        """Reads ``state:attempts:id`` (the id last: it may hold ':')."""
-        state, sep1, rest = text.partition(":")
+        """Reads ``state:attempts:id`` (the id last: it may hold ':'; one that is not UTF-8 as ``{HEX}``, as
+        ``id_token`` writes it), the state possibly ``wrongtype:TYPE`` (a job key of another type)."""
+        wrongtype = text.startswith("wrongtype:")
+        state, sep1, rest = text.removeprefix("wrongtype:").partition(":")
         attempts, sep2, job_id = rest.partition(":")
         if not (sep1 and sep2):
             raise InvalidInput(f"a ticked job must be written state:attempts:id, not {text!r}")
-        if attempts and not attempts.isdigit():
+        if attempts and not (attempts.isascii() and attempts.isdigit()):
             raise InvalidInput(f"attempts of a ticked job must be digits, not {attempts!r}")
-        return cls(validate_job_id(job_id), state, attempts)
+        return cls(validate_job_id(parse_job_id_token(job_id)), "wrongtype:" + state if wrongtype else state, attempts)
+
+    @property
+    def text(self) -> str:
+        """As the tick box wrote it (what :meth:`parse` reads)."""
+        return f"{self.state}:{self.attempts}:{job_id_token(self.id)}"
 
 
 @dataclass
@@ -160,14 +168,19 @@ def _selection_tallies(mq: EchoMQ, selected: list[Selected], calls: list[queue_m
 
 
 def _outcome(item: Selected, result: object) -> Tally:
-    seen = {"id": item.id, "state": item.state, "attempts": item.attempts}
+    # Kept as a link names the id (one that is not UTF-8 as {HEX}), its text escaped: every value is text.
+    seen = {"id": job_id_token(item.id), "state": item.state, "attempts": item.attempts}
     if isinstance(result, MoveResult):
-        return Tally(moved=1, outcomes=[{**seen, "outcome": "moved", "text": result.describe()}])
+        return Tally(moved=1, outcomes=[{**seen, "outcome": "moved", "text": _shown(result.describe())}])
     if isinstance(result, Refused) and result.reason == "missing":
-        return Tally(missing=1, outcomes=[{**seen, "outcome": "missing", "text": result.describe()}])
+        return Tally(missing=1, outcomes=[{**seen, "outcome": "missing", "text": _shown(result.describe())}])
     if isinstance(result, Refused):
-        return Tally(skipped=1, outcomes=[{**seen, "outcome": "skipped", "text": result.describe()}])
-    return Tally(errors=1, outcomes=[{**seen, "outcome": "error", "text": str(result)}])
+        return Tally(skipped=1, outcomes=[{**seen, "outcome": "skipped", "text": _shown(result.describe())}])
+    return Tally(errors=1, outcomes=[{**seen, "outcome": "error", "text": _shown(str(result))}])
+
+
+def _shown(text: str) -> str:
+    return visible(text, backslashes=False)
 
 
 def search_steps(mq: EchoMQ, move: str, query: Query, queue: str, *, at_most: int,

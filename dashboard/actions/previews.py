@@ -13,10 +13,12 @@ from typing import Final
 
 from dashboard.services import emq
 from dashboard.templatetags.console import duration
-from queues import InvalidInput, validate_job_id, validate_queue_name
+from queues import STATES, InvalidInput, validate_job_id, validate_queue_name
+from queues.keys import ABSENT_STATE, job_id_token
 from queues.operator_moves import BY_NAME, JOB_MOVES, job_move
 from queues.reads import count_older_as_of
 from queues.search import Query, check_match_move
+from queues.visible import visible
 
 from .bulk import QUEUE_ACTIONS, Selected
 from .confirmations import Proposal
@@ -66,7 +68,7 @@ def selection_needs_confirmation(move: str, count: int) -> bool:
 
 def job_proposal(*, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> Proposal:
     return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.JOB,
-                    {"id": validate_job_id(job_id), "state": expect_state, "attempts": expect_attempts})
+                    {"id": job_id_token(validate_job_id(job_id)), "state": expect_state, "attempts": expect_attempts})
 
 
 def queue_proposal(*, action: str, queue: str, older_than_ms: int) -> Proposal:
@@ -79,16 +81,18 @@ def queue_proposal(*, action: str, queue: str, older_than_ms: int) -> Proposal:
 def selection_proposal(*, move: str, queue: str, selected: list[Selected]) -> Proposal:
     if not selected:
         raise InvalidInput("no jobs were ticked")
-    texts = [f"{s.state}:{s.attempts}:{s.id}" for s in selected]
+    texts = [s.text for s in selected]
     return Proposal(move, validate_queue_name(queue), AuditEntry.Scope.SELECTION, {"jobs": texts})
 
 
 def job_preview(*, move: str, queue: str, job_id: str, expect_state: str, expect_attempts: str) -> Preview:
     proposal = job_proposal(move=move, queue=queue, job_id=job_id, expect_state=expect_state,
                             expect_attempts=expect_attempts)
-    shown = f"({expect_state or 'no state'}, attempts {expect_attempts or '0'})"
+    state = "no state" if expect_state in ("", ABSENT_STATE) else expect_state
+    shown = f"({state}, attempts {expect_attempts or '0'})"
     question, warning, yes, keep = job_move(move).ask_one
-    return Preview(proposal, 1, question.format(job=job_id, shown=shown), "?", warning, yes, keep)
+    return Preview(proposal, 1, question.format(job=visible(job_id, backslashes=False), shown=shown), "?", warning,
+                   yes, keep)
 
 
 def selection_preview(*, move: str, queue: str, selected: list[Selected]) -> Preview:
@@ -98,7 +102,8 @@ def selection_preview(*, move: str, queue: str, selected: list[Selected]) -> Pre
     verb, warning = row.verb, row.warning or "Each moves only if it is still as the page showed it."
     return Preview(proposal, n, f"{verb} {_jobs(n)} ticked in", "?",
                    warning + " A ticked job that has moved on since is skipped.",
-                   f"Yes, {verb.lower()} {_jobs(n)}", "Keep them", tuple(s.id for s in selected[:LISTED]))
+                   f"Yes, {verb.lower()} {_jobs(n)}", "Keep them",
+                   tuple(visible(s.id, backslashes=False) for s in selected[:LISTED]))
 
 
 def age_text(older_than_ms: int) -> str:
@@ -184,6 +189,22 @@ def search_many_preview(*, move: str, query: Query, counts: Mapping[str, int], c
                    "more match by then.",
                    f"Yes, {verb.lower()} {_jobs(total)}", "Keep them",
                    nothing="" if total else f"No job matches {query.describe()} in these queues now: nothing to do.")
+
+
+def remove_key_proposal(*, queue: str, which: str, seen_type: str) -> Proposal:
+    if which not in STATES:
+        raise InvalidInput(f"unknown set {which!r}: a queue's state sets are {', '.join(STATES)}")
+    if seen_type in ("", "zset", "none") or not seen_type.isalpha():
+        raise InvalidInput(f"the type shown must be a Redis type other than zset, not {seen_type!r}")
+    return Proposal("remove_key", validate_queue_name(queue), AuditEntry.Scope.QUEUE, {"set": which, "type": seen_type})
+
+
+def remove_key_preview(*, queue: str, which: str, seen_type: str) -> Preview:
+    """Removing a state set of another type: what goes (the key, whatever it holds), read from the page's refusal."""
+    proposal = remove_key_proposal(queue=queue, which=which, seen_type=seen_type)
+    return Preview(proposal, 1, f"Remove the {which} set (it holds a {seen_type}, not a sorted set) of", "?",
+                   BY_NAME["remove_key"].warning + " It is removed only if it still holds a " + seen_type + ".",
+                   "Yes, remove the key", "Keep it")
 
 
 def pause_proposal(*, move: str, queue: str, reason: str) -> Proposal:

@@ -16,8 +16,10 @@ from django.utils import timezone
 from dashboard.services import emq
 from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
 from queues.deploys import deploy_mark
+from queues.keys import ABSENT_STATE, job_id_token
 from queues.operator_moves import JOB_MOVE_NAMES
 from queues.search import Query
+from queues.visible import visible
 
 from . import access, runner
 from .audit import record_refused as record_refused  # the views record refusals through here
@@ -51,10 +53,34 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
     if move not in JOB_MOVE_NAMES:
         raise InvalidInput(f"unknown action {move!r}")
     if not expect_state:
-        raise InvalidInput("the state the page showed is required")
+        raise InvalidInput(f"the state the page showed is required ({ABSENT_STATE} for a job without one)")
     call = queue_moves.operator_move(move, queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
                                      actor=actor_for(user))
-    seen = {"id": job_id, "state": expect_state, "attempts": expect_attempts}
+    # The row keeps the id as a link names it (an id that is not UTF-8 as {HEX}), and its text escaped.
+    seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
+    try:
+        result = emq().run(call)
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome, text = AuditEntry.Outcome.MOVED, result.describe()
+    text = visible(text, backslashes=False)
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=move, scope=AuditEntry.Scope.JOB, jobs=[seen],
+        outcome=outcome, result=text, moved=int(outcome == AuditEntry.Outcome.MOVED), finished_at=now, updated_at=now)
+
+
+def key_remove(*, user: Any, queue: str, which: str, seen_type: str) -> AuditEntry:
+    """Deletes the ``which`` state set of ``queue`` if it still holds ``seen_type`` (another type than a sorted
+    set: another writer's), as one script that checks the type first; the audit row says what happened.
+
+    Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
+    """
+    check_access(user=user, queue=queue)
+    call = queue_moves.remove_key(queue, which, seen_type=seen_type, actor=actor_for(user))
     try:
         result = emq().run(call)
     except Refused as refusal:
@@ -65,8 +91,9 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
         outcome, text = AuditEntry.Outcome.MOVED, result.describe()
     now = timezone.now()
     return AuditEntry.objects.create(
-        user=user, username=user.get_username(), queue=queue, action=move, scope=AuditEntry.Scope.JOB, jobs=[seen],
-        outcome=outcome, result=text, moved=int(outcome == AuditEntry.Outcome.MOVED), finished_at=now, updated_at=now)
+        user=user, username=user.get_username(), queue=queue, action="remove_key", scope=AuditEntry.Scope.QUEUE,
+        jobs=[], parameters={"set": which, "type": seen_type}, outcome=outcome, result=visible(text, backslashes=False),
+        finished_at=now, updated_at=now)
 
 
 def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,

@@ -11,6 +11,7 @@ urlpatterns = [
     path("actions/search/", views.search_action, name="action_search"),
     path("actions/pause/", views.pause_action, name="action_pause"),
     path("actions/deploy/", views.deploy_action, name="action_deploy"),
+    path("actions/remove-key/", views.remove_key_action, name="action_remove_key"),
     path("actions/runs/<int:pk>/", views.run_detail, name="action_run"),
     path("actions/runs/<int:pk>/cancel/", views.run_cancel, name="action_run_cancel"),
     path("audit/", views.audit_log, name="audit_log"),

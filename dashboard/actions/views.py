@@ -33,6 +33,7 @@ from dashboard.services import emq
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
 from queues.failures import groups
+from queues.keys import job_id_token, parse_job_id_token
 from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
@@ -157,11 +158,12 @@ def _confirmed(request: HtmxHttpRequest, preview: Callable[[], Preview], proposa
 @operators_only
 def job_action(request: HtmxHttpRequest) -> HttpResponse:
     data = request.POST
-    fields = {"queue": data.get("q", ""), "job_id": data.get("id", ""), "move": data.get("move", ""),
+    # An id that is not UTF-8 comes as {HEX} of its bytes (the id_token filter), and goes back so.
+    fields = {"queue": data.get("q", ""), "job_id": parse_job_id_token(data.get("id", "")), "move": data.get("move", ""),
               "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
     if previews.job_needs_confirmation(fields["move"], fields["expect_state"]):
         services.check_access(user=request.user, queue=fields["queue"])
-        hidden = [("q", fields["queue"]), ("id", fields["job_id"]), ("move", fields["move"]),
+        hidden = [("q", fields["queue"]), ("id", job_id_token(fields["job_id"])), ("move", fields["move"]),
                   ("state", fields["expect_state"]), ("attempts", fields["expect_attempts"])]
         answer = _confirmed(request, lambda: previews.job_preview(**fields), previews.job_proposal(**fields),
                             hidden, "#action-results")
@@ -215,6 +217,24 @@ def pause_action(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 @operators_only
+def remove_key_action(request: HtmxHttpRequest) -> HttpResponse:
+    """Delete a state set another writer left as another type: confirmed first (what it holds goes), then one
+    script that checks the key still holds the type the page showed."""
+    queue, which, seen_type = request.POST.get("q", ""), request.POST.get("set", ""), request.POST.get("type", "")
+    services.check_access(user=request.user, queue=queue)
+    hidden = [("q", queue), ("set", which), ("type", seen_type)]
+    answer = _confirmed(request, lambda: previews.remove_key_preview(queue=queue, which=which, seen_type=seen_type),
+                        previews.remove_key_proposal(queue=queue, which=which, seen_type=seen_type), hidden,
+                        "#action-results")
+    if isinstance(answer, HttpResponse):
+        return answer
+    entry = services.key_remove(user=request.user, queue=queue, which=which, seen_type=seen_type)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
+@require_POST
+@operators_only
 def deploy_action(request: HtmxHttpRequest) -> HttpResponse:
     """Mark a deploy (every queue's charts draw it): one small write, audited, no confirmation needed."""
     label, queue = request.POST.get("label", "").strip(), request.POST.get("q", "")
@@ -233,7 +253,7 @@ def selection_action(request: HtmxHttpRequest) -> HttpResponse:
     selected = [Selected.parse(text) for text in dict.fromkeys(request.POST.getlist("job"))]
     if previews.selection_needs_confirmation(move, len(selected)):
         services.check_access(user=request.user, queue=queue)
-        hidden = [("q", queue), ("move", move)] + [("job", f"{s.state}:{s.attempts}:{s.id}") for s in selected]
+        hidden = [("q", queue), ("move", move)] + [("job", s.text) for s in selected]
         answer = _confirmed(request, lambda: previews.selection_preview(move=move, queue=queue, selected=selected),
                             previews.selection_proposal(move=move, queue=queue, selected=selected), hidden,
                             "#action-runs")

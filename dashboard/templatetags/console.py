@@ -13,6 +13,7 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
+from queues.keys import job_id_token, parse_job_id_token
 from queues.operator_moves import JOB_MOVES
 from queues.visible import INVISIBLE, escape_char, has_invisible, visible as visible_text
 
@@ -91,6 +92,18 @@ def visible(value: object) -> SafeString:
 def visible_plain(value: object) -> str:
     """The same escapes without the span, where no markup may go (a title, an attribute)."""
     return visible_text("" if value is None else str(value), backslashes=False)
+
+
+@register.filter
+def id_token(job_id: object) -> str:
+    """A job id as a link or a form carries it: the id, or ``{HEX}`` of its bytes when they are not UTF-8."""
+    return job_id_token("" if job_id is None else str(job_id))
+
+
+@register.filter
+def job_id_shown(token: object) -> SafeString:
+    """A job id that a link or an audit row carries as :func:`id_token` wrote it, shown as :func:`visible` shows it."""
+    return visible(parse_job_id_token("" if token is None else str(token)))
 
 
 # A payload's own line breaks and tabs are its layout (pretty-printed JSON): every other invisible or bidi

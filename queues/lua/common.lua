@@ -431,6 +431,9 @@ local function int_arg(value, name, minimum, maximum)
   return n
 end
 
+-- The expected state that matches a job hash without a state field (keys.ABSENT_STATE in Python).
+local ABSENT_STATE = '~absent'
+
 -- KEYS[1..4] are the pending, active, done and failed sorted sets.
 local STATE_SET = {pending = 1, active = 2, done = 3, failed = 4}
 
@@ -482,7 +485,11 @@ local function check_seen(job_key, id, allowed, expect_state, expect_attempts)
   if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   local f = redis.call('HMGET', job_key, 'state', 'attempts')
   local state, attempts = f[1] or '', f[2] or ''
-  if state ~= expect_state then return refuse('state', state, attempts) end
+  -- '~absent' is what an operator saw of a hash without a state field (or an empty one): delete's
+  -- compare-and-move against "no state" (PROTOCOL.md, section 7). No other move's states allow ''.
+  if state ~= expect_state and not (expect_state == ABSENT_STATE and state == '') then
+    return refuse('state', state, attempts)
+  end
   if expect_attempts ~= '' and attempts ~= expect_attempts then return refuse('attempts', state, attempts) end
   if allowed == nil then return nil, state, attempts end
   if not allowed[state] or not redis.call('ZSCORE', KEYS[STATE_SET[state]], id) then

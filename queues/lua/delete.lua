@@ -5,7 +5,8 @@
 -- writer left in two sets is cleaned too). A worker holding it is refused.
 -- A job key that another writer left as another type than a hash can be
 -- deleted too: its expected state is then 'wrongtype:<type>' (for example
--- 'wrongtype:string'), as the job read reports it.
+-- 'wrongtype:string'), as the job read reports it. A hash without a state
+-- field (or with an empty one) is expected as '~absent'.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
 -- ARGV: 1 id, 2 expected state, 3 expected attempts ('' = any), 4 actor

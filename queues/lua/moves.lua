@@ -18,6 +18,7 @@ local MOVE_TARGET = {
   purge = {[''] = true},
   pause = {paused = true},
   resume = {[''] = true},
+  remove_key = {[''] = true},
 }
 -- MOVE_CODE[move][to]: the letter of the history entry (section 9 of PROTOCOL.md).
 local MOVE_CODE = {
@@ -36,6 +37,7 @@ local MOVE_CODE = {
   purge = {},
   pause = {},
   resume = {},
+  remove_key = {},
 }
 -- COUNT_FIELD[move][to]: the field of <prefix>counts the move adds one to.
 local COUNT_FIELD = {
@@ -53,6 +55,7 @@ local COUNT_FIELD = {
   purge = {[''] = 'purge'},
   pause = {paused = 'pause'},
   resume = {[''] = 'resume'},
+  remove_key = {[''] = 'remove_key'},
 }
 -- SERIES_FIELD[count field]: the field of the minute and hour hashes it adds one to.
 local SERIES_FIELD = {
@@ -66,5 +69,5 @@ local SERIES_FIELD = {
 local COUNTED = {
   'enqueue', 'claim', 'complete', 'fail:pending', 'fail:failed', 'release',
   'corrupt', 'retry', 'recover:pending', 'recover:failed', 'promote', 'cancel',
-  'delete', 'purge', 'pause', 'resume',
+  'delete', 'purge', 'pause', 'resume', 'remove_key',
 }

@@ -39,7 +39,7 @@ CLAIM_ID = "c1"
 numbers = st.sampled_from(["0", "1", "2", "3", "1024", "1025", "-1", "99999999999999", "100000000000000",
                            "1e3", "inf", "-inf", "nan", "0x3", " 5", "+5", "5 ", "1.5", "", "x", "١٢٣"])
 texts = st.sampled_from(["", "worker", "é" * 3000, "\x1b[31m", "a\nb\tc%", "\u202eevil"])
-states = st.sampled_from(["pending", "active", "done", "failed", "done ", "", "wrongtype:string", "gone"])
+states = st.sampled_from(["pending", "active", "done", "failed", "done ", "", "wrongtype:string", "gone", "~absent"])
 field_values = st.one_of(numbers, texts, states, st.binary(max_size=20))
 
 
@@ -230,6 +230,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "why_job": [job_id],
         "pause": [texts, actor],
         "resume": [actor],
+        "remove_key": [st.sampled_from(["pending", "active", "done", "failed", "failed ", ""]),
+                       st.sampled_from(["string", "hash", "string", "zset", "none", ""]), actor],
         "search": [states, st.sampled_from(["asc", "desc", "x"]), st.sampled_from(["", "1", "inf"]), job_id,
                    st.sampled_from(["-inf", "0", "x"]), st.sampled_from(["+inf", "now", "5"]), limit, numbers, limit,
                    st.sampled_from(["payload", "error", "worker", "group", "id_prefix", "json", "x"]), texts],
@@ -288,7 +290,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed",
                      "purge", "stats", "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series", "histogram",
-                     "group_failed", "note_refusal", "why_queue")
+                     "group_failed", "note_refusal", "why_queue", "remove_key")
     if name == "exchange:admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if name.startswith("lease_index_"):

@@ -109,8 +109,9 @@ def test_a_state_set_of_another_type_is_removed_from_the_queue_page_confirmed_an
     entry = AuditEntry.objects.get(action="remove_key")
     assert (entry.queue, entry.outcome, entry.parameters) == ("mail", "moved", {"set": "done", "type": "string"})
     assert "remove a key of another type" in operator_client.get("/audit/").content.decode()
-    [event] = [e for e in console_mq.redis.xrange(KEYS.events) if e[1][b"move"] == b"remove_key"]
-    assert (event[1][b"id"], event[1][b"from"], event[1][b"actor"]) == (b"done", b"wrongtype:string", b"console:otto")
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = console_mq.redis.xrange(KEYS.events)  # type: ignore[assignment]
+    [event] = [fields for _, fields in entries if fields[b"move"] == b"remove_key"]
+    assert (event[b"id"], event[b"from"], event[b"actor"]) == (b"done", b"wrongtype:string", b"console:otto")
 
 
 def test_removing_a_set_whose_type_changed_since_the_page_is_refused_and_changes_nothing(

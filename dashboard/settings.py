@@ -145,6 +145,7 @@ INSTALLED_APPS = [
     "dashboard.orders",
     "dashboard.actions",
     "dashboard.monitoring",
+    "dashboard.saved_views",
 ]
 
 MIDDLEWARE = [

@@ -23,6 +23,8 @@ urlpatterns = [
     path("tokens/", token_views.tokens_page, name="tokens"),
     path("tokens/revoke/", token_views.token_revoke, name="token_revoke"),
     path("", include("dashboard.search.urls")),
+    # Saved views (searches, queue pages, failures by cause) and their permalinks.
+    path("", include("dashboard.saved_views.urls")),
     # Operator actions and the audit log.
     path("", include("dashboard.actions.urls")),
     # The cluster page and the sweeper lock.

@@ -30,6 +30,7 @@ from .monitoring.overview_latency import overview_latency_context
 from .pages.job import read_job_page
 from .pages.queue import read_queue_page
 from .queue_names import queue_missing
+from .saved_views.services import pinned_views
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 from .viewing import viewers_only
@@ -86,6 +87,7 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
     context.update(row_html.overview_table_context(query, total, rows, cluster=cluster))
     if not request.htmx:
+        context["pinned"] = pinned_views(request.user)
         shown = context.get("rows") or []
         context.update(overview_latency_context(
             {row.name: row.stats.due for row in shown if row.stats is not None},

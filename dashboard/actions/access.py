@@ -35,6 +35,24 @@ def grant_refusal(user: Any, queue: str) -> str | None:
     return None
 
 
+def see_refusal(user: Any, queue: str) -> str | None:
+    """Why ``user`` may not be shown ``queue``'s jobs through a saved view or an alert, or None when they may.
+
+    Reading needs a console role; queue grants narrow it as they narrow acting (a view or an alert carries a
+    queue's data to whoever opens or receives it). ``queue`` "" is every queue: only for an account without grants.
+    """
+    if not user.is_authenticated or not can_view(user):
+        return NO_ROLE_REFUSAL
+    patterns = sorted(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
+    if not patterns:
+        return None
+    if not queue:
+        return f"You may see the queues {', '.join(patterns)} only, not every queue."
+    if not any(fnmatchcase(queue, pattern) for pattern in patterns):
+        return f"You may see the queues {', '.join(patterns)} only, not {queue}."
+    return None
+
+
 def may_act(user: Any, queue: str | None = None) -> bool:
     return refusal(user, queue) is None
 

@@ -47,6 +47,7 @@ from dashboard.pages.queue import read_queue_page
 from dashboard.presenters import Window
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
+from dashboard.saved_views.api import router as saved_views_router
 from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
 from queues.deploys import deploy_marks
@@ -132,6 +133,7 @@ api = ConsoleApi(title="EchoMQ console API", version="1", openapi_url="/schema",
                description=__doc__.split("\n\n", 1)[1].replace("\n", " ") if __doc__ else "")
 
 ERRORS: Final = {400: s.ErrorOut, 401: s.ErrorOut, 403: s.ErrorOut, 503: s.ErrorOut}
+api.add_router("/views", saved_views_router)
 
 
 def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:

@@ -160,6 +160,20 @@ VIEWS: dict[str, Entry] = {
     # A deploy mark is every queue's (no grant narrows it); the second in the same minute is the same mark (200).
     "api/deploys": Entry("/api/deploys", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 403, 201, 200, 200, 403)},
                          json_body={"label": "v1.5.0"}),
+    # Saved views: anyone who may look saves and opens them; a grant narrows which queues (a view of a queue outside
+    # it: 403). No view 999999 exists: whoever may look is told so (404); an account without a role is refused first.
+    "views/": page("/views/"),
+    "views/save/": action("/views/save/", {"name": "v", "kind": "failures", "q": "{q}"},
+                          post=(302, 302, 302, 403, 302, 403)),
+    "views/<int:pk>/": page("/views/999999/", get=(302, 404, 404, 404, 404, 403)),
+    "views/<int:pk>/pin/": action("/views/999999/pin/", {"pinned": "1"}, post=(302, 404, 404, 404, 404, 403)),
+    "views/<int:pk>/delete/": action("/views/999999/delete/", {}, post=(302, 404, 404, 404, 404, 403)),
+    "api/views": Entry("/api/views", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 201, 201, 403, 201, 403)},
+                       json_body={"name": "v", "kind": "failures", "params": {"q": "{q}"}}),
+    "api/views/<view_id>": Entry("/api/views/999999", {"GET": (401, 404, 404, 404, 404, 403),
+                                                      "HEAD": (401, 404, 404, 404, 404, 403),
+                                                      "DELETE": (401, 404, 404, 404, 404, 403)}),
+    "api/views/<view_id>/jobs": page("/api/views/999999/jobs", get=(401, 404, 404, 404, 404, 403)),
     "admin/login/": Entry("/admin/login/", {"GET": every(200), "HEAD": every(200), "POST": every(200), "PUT": every(200),
                                             "OPTIONS": every(200)}, form={"username": "nobody", "password": ""}),
     "admin/logout/": Entry("/admin/logout/", {}, other=every(302)),

@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from dashboard.alerts.runner import alerts_start, alerts_stop  # noqa: E402
 from dashboard.api.errors import ApiJsonAnswers  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOriginValidator  # noqa: E402
 from dashboard.client_address import TrustedProxyClient  # noqa: E402
@@ -39,3 +40,6 @@ application = ApiJsonAnswers(LoopbackOnlyWhileDebug(TrustedProxyClient(ProtocolT
 # console from serving; stopped at exit, so another process takes over at once.
 if sweeper_start() is not None:
     atexit.register(sweeper_stop)
+# The same for the alert rules: one process evaluates them at a time (dashboard.alerts.runner).
+if alerts_start() is not None:
+    atexit.register(alerts_stop)

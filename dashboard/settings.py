@@ -146,6 +146,7 @@ INSTALLED_APPS = [
     "dashboard.actions",
     "dashboard.monitoring",
     "dashboard.saved_views",
+    "dashboard.alerts",
 ]
 
 MIDDLEWARE = [
@@ -303,6 +304,16 @@ LOGGING = {
 # a lock on EMQ_REDIS_URL, or a Redlock over EMQ_LOCK_URLS when it lists
 # several independent Redis, lets one process at a time do it.
 EMQ_SWEEPER_INTERVAL_S = float(os.environ.get("EMQ_SWEEPER_INTERVAL_S", "5"))
+# Alert rules (dashboard/alerts): each daphne process offers to evaluate them every EMQ_ALERTS_INTERVAL_S seconds
+# (0: this process never does), under the lock emq:lock:alerts; mail goes out through Django's EMAIL_* settings.
+EMQ_ALERTS_INTERVAL_S = _number("EMQ_ALERTS_INTERVAL_S", 10, minimum=0)
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(_number("EMAIL_PORT", 25, minimum=1))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("EMAIL_USE_TLS", "") == "1"
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "echomq-console@localhost")
 EMQ_LOCK_URLS = [u.strip() for u in os.environ.get("EMQ_LOCK_URLS", "").split(",") if u.strip()]
 # The sweeping process also finds queues no runtime registered: EMQ_DISCOVERY_SCANS_PER_S SCAN calls a
 # second (0: never), each of EMQ_DISCOVERY_SCAN_COUNT keys (PROTOCOL.md, "The registry").

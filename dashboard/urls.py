@@ -25,6 +25,8 @@ urlpatterns = [
     path("", include("dashboard.search.urls")),
     # Saved views (searches, queue pages, failures by cause) and their permalinks.
     path("", include("dashboard.saved_views.urls")),
+    # Alert rules, their deliveries and silences.
+    path("", include("dashboard.alerts.urls")),
     # Operator actions and the audit log.
     path("", include("dashboard.actions.urls")),
     # The cluster page and the sweeper lock.

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from . import latency, slo
+from .alert_cli import ALERT_COMMANDS, add_alert_commands
 from .cli_schedules import add_commands as add_schedule_commands
 from .client import EchoMQ
 from .deploys import deploy_mark, deploy_marks
@@ -576,6 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=200)
     p.add_argument("--json", action="store_true")
     add_schedule_commands(command)
+    add_alert_commands(sub)
     p = command("script", cmd_script, "print a move's Lua source as sent to Redis")
     p.add_argument("name")
     p = command("top", cmd_top, "the console in this terminal, live, acting through the console's API "
@@ -598,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_NO_CLIENT = {cmd_script, cmd_worker, cmd_top}
+_NO_CLIENT = {cmd_script, cmd_worker, cmd_top, *ALERT_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

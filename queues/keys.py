@@ -23,6 +23,8 @@ STATES: Final[tuple[State, ...]] = ("pending", "active", "done", "failed")
 QUEUE_REGISTRY: Final = "emq:queues"
 # The sweeper's lock (see :mod:`queues.sweeper`), also outside every queue's slot.
 SWEEPER_LOCK: Final = "emq:lock:sweeper"
+# The console's alert evaluator's lock (one console process evaluates the rules at a time), beside it.
+ALERTS_LOCK: Final = "emq:lock:alerts"
 # A SCAN pattern that matches the keys of every queue (and some others, which :func:`queue_of_key` sorts out).
 ANY_QUEUE_KEY_PATTERN: Final = "emq:{*}:*"
 

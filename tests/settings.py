@@ -13,3 +13,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 # Tests that watch a lease lapse need it to stay lapsed: no console process
 # sweeps unless a test starts a sweeper itself.
 EMQ_SWEEPER_INTERVAL_S = 0.0
+# Tests drive alert rounds themselves (dashboard.alerts.evaluator.evaluate_round), or start an evaluator.
+EMQ_ALERTS_INTERVAL_S = 0.0
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -65,6 +65,13 @@ class AuditEntry(models.Model):
         LOGIN = "login", "log in"
         SLO_SET = "slo_set", "set a latency objective"
         SLO_DELETE = "slo_delete", "delete a latency objective"
+        ALERT_ADD = "alert_add", "make an alert rule"
+        ALERT_DELETE = "alert_delete", "delete an alert rule"
+        ALERT_FIRE = "alert_fire", "an alert fired"
+        ALERT_RESOLVE = "alert_resolve", "an alert resolved"
+        ALERT_DELIVER = "alert_deliver", "deliver an alert"
+        ALERT_SILENCE = "alert_silence", "silence alerts"
+        ALERT_UNSILENCE = "alert_unsilence", "end a silence"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

@@ -38,6 +38,7 @@ from dashboard.actions.confirmations import (
 )
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
+from dashboard.alerts.api import rules_router as alert_rules_router, silences_router as alert_silences_router
 from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
@@ -134,6 +135,8 @@ api = ConsoleApi(title="EchoMQ console API", version="1", openapi_url="/schema",
 
 ERRORS: Final = {400: s.ErrorOut, 401: s.ErrorOut, 403: s.ErrorOut, 503: s.ErrorOut}
 api.add_router("/views", saved_views_router)
+api.add_router("/alerts", alert_rules_router)
+api.add_router("/silences", alert_silences_router)
 
 
 def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:

@@ -232,11 +232,11 @@ def view_jobs(view: SavedView, *, user_key: object, limit: int = IDS_MAX) -> Vie
                     [g.as_dict() for g in found.groups])
 
 
-def view_count(mq: EchoMQ, view: SavedView, *, at_most: int) -> int:
+def view_count(mq: EchoMQ, view: SavedView, *, at_most: int, redis_s: float = VIEW_REDIS_S) -> int:
     """How many jobs the view finds now, counting to ``at_most`` (an alert's threshold: no further),
-    within a small slice of Redis time; for failures by cause, the failed jobs in its groups."""
+    within ``redis_s`` of Redis time; for failures by cause, the failed jobs of the queue."""
     if view.kind == SavedView.Kind.SEARCH:
-        ids, _, _ = _search_ids(mq, view, limit=max(at_most, 1), redis_s=min(VIEW_REDIS_S, settings.EMQ_SEARCH_REDIS_S))
+        ids, _, _ = _search_ids(mq, view, limit=max(at_most, 1), redis_s=min(redis_s, settings.EMQ_SEARCH_REDIS_S))
         return len(ids)
     if view.kind == SavedView.Kind.QUEUE:
         window = Window.from_query(view.queue, {k: str(v) for k, v in view.params.items()})

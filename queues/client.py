@@ -1,4 +1,8 @@
-"""Sync and asyncio clients: they run the calls built in :mod:`queues.moves`.
+"""Sync and asyncio clients: one surface, two transports.
+
+Every read and move is written once, in :class:`Described`: one :class:`Call` (``sends``) or a plan of
+several steps (``plans``). :class:`EchoMQ` sends them over the lean blocking wire (or redis-py's client),
+:class:`AsyncEchoMQ` over redis-py's asyncio client; neither holds a read or move of its own.
 
 Every call goes EVALSHA first; on NOSCRIPT (after SCRIPT FLUSH, a restart, a
 failover to a node that never saw the script) it is sent once more as EVAL,
@@ -13,8 +17,9 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
 
 import hiredis
@@ -248,17 +253,69 @@ class sends(Generic[P, T]):
         def send(*args: P.args, **kwargs: P.kwargs) -> Any:
             return client.run(describe(client, *args, **kwargs))
 
-        send.__name__ = send.__qualname__ = self.__name__
-        send.__doc__ = self.__doc__
-        send.__signature__ = inspect.signature(describe).replace(  # type: ignore[attr-defined]
-            parameters=list(inspect.signature(describe).parameters.values())[1:])
-        return send
+        return _bound(send, describe)
+
+
+def _bound(send: Callable[..., Any], describe: Callable[..., Any]) -> Callable[..., Any]:
+    """``send`` named, documented and signed as ``describe`` without its first argument (the client)."""
+    send.__name__ = send.__qualname__ = describe.__name__
+    send.__doc__ = describe.__doc__
+    send.__signature__ = inspect.signature(describe).replace(  # type: ignore[attr-defined]
+        parameters=list(inspect.signature(describe).parameters.values())[1:])
+    return send
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A plain Redis command a plan sends (SSCAN, XRANGE, a pipeline of EXISTS, ...): ``send(redis)`` asks the
+    client's redis-py connection; the async client awaits what it returns. Its errors are redis-py's, for the
+    plan to translate."""
+
+    send: Callable[[Any], Any]
+
+
+# One step of a plan: a call (run: its error raised), calls in one round trip (each result or its error), a command.
+Step = Call[Any] | list[Call[Any]] | Command
+Plan = Generator[Step, Any, T]
+
+
+class plans(Generic[P, T]):
+    """A read or move of several steps, described once as a plan: a generator that yields each step and is
+    sent its answer (or has its error raised where it yielded). :class:`EchoMQ` drives it to its end and
+    returns its value, :class:`AsyncEchoMQ` returns the coroutine that does."""
+
+    def __init__(self, describe: Callable[Concatenate[Any, P], Plan[T]]) -> None:
+        self.describe = describe
+        self.__doc__ = describe.__doc__
+        self.__name__ = describe.__name__
+
+    @overload
+    def __get__(self, client: None, owner: type) -> plans[P, T]: ...
+    @overload
+    def __get__(self, client: EchoMQ, owner: type) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, client: AsyncEchoMQ, owner: type) -> Callable[P, Awaitable[T]]: ...
+
+    def __get__(self, client: Any, owner: type) -> Any:
+        if client is None:
+            return self
+        describe = self.describe
+
+        def send(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return client.drive(describe(client, *args, **kwargs))
+
+        return _bound(send, describe)
 
 
 class Described:
-    """Every read and move that is one call, described once for both clients (each sends it its way)."""
+    """Every read and move, described once for both clients (each sends it its way): one call (``sends``),
+    or a plan of several steps (``plans``)."""
 
     actor: str
+    redis: Any
+    # The registry as this client read it last (None: never), and the entries of it that are not queue names.
+    _last_queues: list[str] | None
+    _odd_queues: list[str]
 
     # Moves -----------------------------------------------------------------
 
@@ -367,6 +424,192 @@ class Described:
         """A job's history, newest first, from its own hash: O(its length) however busy the queue is."""
         return reads.history(queue, job_id)
 
+    @plans
+    def stats_many(self, queues: list[str]) -> Plan[list[reads.QueueStats | Exception]]:
+        """Each queue's stats or the error its read met, in order (one round trip per node)."""
+        results: list[reads.QueueStats | Exception] = yield [reads.stats(q) for q in queues]
+        return results
+
+    @plans
+    def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
+               since_ms: int | None = None) -> Plan[list[reads.Event]]:
+        """The newest ``count`` events, newest first (none newer than the id ``up_to``, none older than
+        ``since_ms``); or, with ``after``, the ones after that id, oldest first."""
+        span = _EventsRange.of(queue, count, after, up_to, since_ms)
+        try:
+            if span.forward:
+                entries = yield Command(lambda r: r.xrange(span.key, span.start, span.end, count=span.count))
+            else:
+                entries = yield Command(lambda r: r.xrevrange(span.key, span.start, span.end, count=span.count))
+        except Exception as error:
+            raise span.translate(error) from error
+        return [reads.parse_event(entry_id, data) for entry_id, data in entries]
+
+    def _registry_read(self) -> Plan[list[str]]:
+        entries: list[bytes | str] = []
+        cursor: Any = 0
+        try:
+            while True:
+                cursor, found = yield Command(partial(_registry_scan, cursor=cursor))
+                entries += found
+                if int(cursor) == 0:
+                    break
+            names, self._odd_queues = _registry(entries)
+        except Exception as error:
+            if _wrong_type(error):
+                raise _registry_refused((yield Command(lambda r: r.type(QUEUE_REGISTRY)))) from error
+            raise translate(error, "reading the queue registry") from error
+        self._last_queues = names
+        return names
+
+    @plans
+    def queues(self) -> Plan[list[str]]:
+        """The registered queue names, sorted (``emq:queues``; see :meth:`EchoMQ.discover_queues`).
+
+        An entry that is not a queue name (another writer's 'bad name', bytes that are not UTF-8) is
+        left out; :meth:`known_queues` lists those too. A registry of another type is :class:`Refused`.
+        """
+        return (yield from self._registry_read())
+
+    @plans
+    def known_queues(self) -> Plan[KnownQueues]:
+        """The registered queues or, when the registry cannot be read, the list this client read last.
+
+        On a cluster the registry lives on one master: while that master is
+        down, the queues on the others must still be listed and served.
+        """
+        try:
+            return KnownQueues((yield from self._registry_read()), "", self._odd_queues)
+        except Unavailable as error:
+            if self._last_queues is None:
+                raise
+            return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
+                                                        "showing the one read last")
+        except Refused as refused:
+            return KnownQueues(list(self._last_queues or []), f"the queue list could not be read: {refused}")
+
+    @plans
+    def queue_count(self) -> Plan[int]:
+        """How many queues are registered (``SCARD emq:queues``, O(1)): a cheap look for a list that changed."""
+        try:
+            return int((yield Command(lambda r: r.scard(QUEUE_REGISTRY))))
+        except Exception as error:
+            raise translate(error, "SCARD") from error
+
+    @plans
+    def key_count(self) -> Plan[int]:
+        """How many keys the Redis (every master of a cluster) holds, of any owner: DBSIZE, O(1)."""
+        try:
+            return int((yield Command(lambda r: r.dbsize())))
+        except Exception as error:
+            raise translate(error, "DBSIZE") from error
+
+    @plans
+    def find_job(self, job_id: str, queues: Iterable[str]) -> Plan[list[str]]:
+        """The queues (of ``queues``) that hold a job with this id: one pipelined EXISTS per queue."""
+        job_id = validate_job_id(job_id)
+        names = list(queues)
+        found: list[str] = []
+        try:
+            for start in range(0, len(names), _FIND_CHUNK):
+                chunk = names[start:start + _FIND_CHUNK]
+                keys = [QueueKeys(name).job(job_id) for name in chunk]
+                hits = yield Command(partial(_exists, keys=keys))
+                found += [name for name, hit in zip(chunk, hits) if hit]
+        except Exception as error:
+            raise translate(error, "looking for a job") from error
+        return found
+
+    @plans
+    def ping(self) -> Plan[None]:
+        """Raises :class:`Unavailable` unless the server (or the cluster node the client asks) answers PING."""
+        try:
+            yield Command(lambda r: r.ping())
+        except Exception as error:
+            raise translate(error, "PING") from error
+
+    # Moves of many jobs ------------------------------------------------------
+
+    @plans
+    def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
+                     max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> Plan[list[str]]:
+        """Enqueue with one ``enqueue_many`` script per ``chunk`` jobs, pipelined; returns the new ids."""
+        chunk = moves._int(chunk, "chunk", 1, moves.MAX_BATCH)
+        calls = [moves.enqueue_many(queue, payloads[start:start + chunk], delay_ms=delay_ms,
+                                    max_attempts=max_attempts, actor=self.actor)
+                 for start in range(0, len(payloads), chunk)]
+        ids: list[str] = []
+        for start in range(0, len(calls), 10):
+            for result in (yield calls[start:start + 10]):
+                if isinstance(result, BaseException):
+                    raise result
+                for entry in result:
+                    if isinstance(entry, BaseException):
+                        raise entry
+                    ids.append(entry)
+        return ids
+
+    def _batches(self, make: Callable[[int], Call[BatchResult]]) -> Plan[list[BatchResult]]:
+        done: list[BatchResult] = []
+        skipped = 0
+        while True:
+            result: BatchResult = yield make(skipped)
+            skipped += result.skipped
+            done.append(result)
+            if not result.more:
+                return done
+
+    @plans
+    def batches(self, make: Callable[[int], Call[BatchResult]]) -> Plan[list[BatchResult]]:
+        """Calls a batch move again and again while it reports more; each batch's tally, in order.
+
+        ``make(skip)`` builds the call; ``skip`` counts the inconsistent ids
+        skipped so far, which stay at the head of the set.
+        """
+        return (yield from self._batches(make))
+
+    @plans
+    def recover_expired(self, queue: str, *, limit: int = 200) -> Plan[BatchResult]:
+        return _total((yield from self._batches(
+            lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip))))
+
+    @plans
+    def retry_failed(self, queue: str, *, limit: int = 200, extra_attempts: int = 1) -> Plan[BatchResult]:
+        cutoff: int = yield reads.clock(queue)
+        return _total((yield from self._batches(lambda skip: moves.retry_failed(
+            queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1,
+            skip=skip))))
+
+    @plans
+    def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200) -> Plan[BatchResult]:
+        return _total((yield from self._batches(lambda skip: moves.purge(
+            queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip))))
+
+    # Where a queue lives -----------------------------------------------------
+
+    @property
+    def is_cluster(self) -> bool:
+        return is_cluster_client(self.redis)
+
+    def location(self, queue: str) -> QueueLocation:
+        """Where the queue's slot lives (a cluster's node; the one server otherwise)."""
+        return queue_location(self.redis, queue)
+
+    def keyslot(self, queue: str) -> int:
+        return key_slot(QueueKeys(queue).prefix.encode())
+
+
+def _registry_scan(redis_client: Any, cursor: Any) -> Any:
+    return redis_client.sscan(QUEUE_REGISTRY, cursor, count=1000)
+
+
+def _exists(redis_client: Any, keys: list[str]) -> Any:
+    """EXISTS of each key, pipelined (redis-py's pipeline; the async one's ``execute`` is awaited)."""
+    pipe = redis_client.pipeline(transaction=False)
+    for key in keys:
+        pipe.exists(key)
+    return pipe.execute()
+
 
 class EchoMQ(Described):
     """The sync client. ``EchoMQ.from_url()`` reads ``EMQ_REDIS_URL``.
@@ -378,7 +621,7 @@ class EchoMQ(Described):
 
     def __init__(self, client: SyncClient, *, actor: str | None = None, wait_replicas: int = 0,
                  wait_timeout_ms: int = 1000) -> None:
-        self.redis = client
+        self.redis: SyncClient = client
         self.actor = actor or default_actor()
         self._registered: set[str] = set()
         self._last_queues: list[str] | None = None
@@ -429,6 +672,26 @@ class EchoMQ(Described):
             self._register(call.registers)
         self._hint_leases([call], [result])
         return result
+
+    def drive(self, plan: Plan[T]) -> T:
+        """Runs a plan (see :class:`plans`) to its end: each step sent as it is yielded, its answer sent back."""
+        answer: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = plan.send(answer) if error is None else plan.throw(error)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer, error = None, None
+            try:
+                if isinstance(step, Command):
+                    answer = step.send(self.redis)
+                elif isinstance(step, list):
+                    answer = self.run_many(step)
+                else:
+                    answer = self.run(step)
+            except Exception as failed:
+                error = failed
 
     def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
         for hint in _lease_hints(calls, results, self.redis):
@@ -608,149 +871,6 @@ class EchoMQ(Described):
                     raise
             self._registered.add(queue)
 
-    # Moves -----------------------------------------------------------------
-
-    def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
-                     max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
-        """Enqueue with one ``enqueue_many`` script per ``chunk`` jobs, pipelined; returns the new ids."""
-        chunk = moves._int(chunk, "chunk", 1, moves.MAX_BATCH)
-        calls = [moves.enqueue_many(queue, payloads[start:start + chunk], delay_ms=delay_ms,
-                                    max_attempts=max_attempts, actor=self.actor)
-                 for start in range(0, len(payloads), chunk)]
-        ids: list[str] = []
-        for start in range(0, len(calls), 10):
-            for result in self.run_many(calls[start:start + 10]):
-                if isinstance(result, Exception):
-                    raise result
-                for entry in result:
-                    if isinstance(entry, Exception):
-                        raise entry
-                    ids.append(entry)
-        return ids
-
-    def batches(self, make: Callable[[int], Call[BatchResult]]) -> Iterator[BatchResult]:
-        """Calls a batch move again and again while it reports more, yielding each batch's tally.
-
-        ``make(skip)`` builds the call; ``skip`` counts the inconsistent ids
-        skipped so far, which stay at the head of the set.
-        """
-        skipped = 0
-        while True:
-            result = self.run(make(skipped))
-            skipped += result.skipped
-            yield result
-            if not result.more:
-                return
-
-    def recover_expired(self, queue: str, *, limit: int = 200) -> BatchResult:
-        return _total(self.batches(lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip)))
-
-    def retry_failed(self, queue: str, *, limit: int = 200, extra_attempts: int = 1) -> BatchResult:
-        cutoff = self.server_time_ms(queue)
-        return _total(self.batches(lambda skip: moves.retry_failed(
-            queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1, skip=skip)))
-
-    def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200) -> BatchResult:
-        return _total(self.batches(lambda skip: moves.purge(
-            queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip)))
-
-    # Reads -----------------------------------------------------------------
-
-    def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
-        """Each queue's stats or the error its read met, in order (one round trip per node)."""
-        return self.run_many([reads.stats(q) for q in queues])
-
-    def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
-               since_ms: int | None = None) -> list[reads.Event]:
-        """The newest ``count`` events, newest first (none newer than the id ``up_to``, none older than
-        ``since_ms``); or, with ``after``, the ones after that id, oldest first."""
-        span = _EventsRange.of(queue, count, after, up_to, since_ms)
-        entries: Any
-        try:
-            if span.forward:
-                entries = self.redis.xrange(span.key, span.start, span.end, count=span.count)
-            else:
-                entries = self.redis.xrevrange(span.key, span.start, span.end, count=span.count)
-        except Exception as error:
-            raise span.translate(error) from error
-        return [reads.parse_event(entry_id, data) for entry_id, data in entries]
-
-    def queues(self) -> list[str]:
-        """The registered queue names, sorted (``emq:queues``; see :meth:`discover_queues`).
-
-        An entry that is not a queue name (another writer's 'bad name', bytes that are not UTF-8) is
-        left out; :meth:`known_queues` lists those too. A registry of another type is :class:`Refused`.
-        """
-        try:
-            names, self._odd_queues = _registry(self.redis.sscan_iter(QUEUE_REGISTRY, count=1000))
-        except Exception as error:
-            if _wrong_type(error):
-                raise _registry_refused(self.redis.type(QUEUE_REGISTRY)) from error
-            raise translate(error, "reading the queue registry") from error
-        self._last_queues = names
-        return names
-
-    def queue_count(self) -> int:
-        """How many queues are registered (``SCARD emq:queues``, O(1)): a cheap look for a list that changed."""
-        try:
-            return int(self.redis.scard(QUEUE_REGISTRY))
-        except Exception as error:
-            raise translate(error, "SCARD") from error
-
-    def key_count(self) -> int:
-        """How many keys the Redis (every master of a cluster) holds, of any owner: DBSIZE, O(1)."""
-        try:
-            return int(self.redis.dbsize())
-        except Exception as error:
-            raise translate(error, "DBSIZE") from error
-
-    def find_job(self, job_id: str, queues: Iterable[str]) -> list[str]:
-        """The queues (of ``queues``) that hold a job with this id: one pipelined EXISTS per queue."""
-        job_id = validate_job_id(job_id)
-        names = list(queues)
-        found: list[str] = []
-        try:
-            for start in range(0, len(names), _FIND_CHUNK):
-                chunk = names[start:start + _FIND_CHUNK]
-                pipe = self.redis.pipeline(transaction=False)
-                for name in chunk:
-                    pipe.exists(QueueKeys(name).job(job_id))
-                found += [name for name, hit in zip(chunk, pipe.execute()) if hit]
-        except Exception as error:
-            raise translate(error, "looking for a job") from error
-        return found
-
-    def ping(self) -> None:
-        """Raises :class:`Unavailable` unless the server (or the cluster node the client asks) answers PING."""
-        try:
-            self.redis.ping()
-        except Exception as error:
-            raise translate(error, "PING") from error
-
-    @property
-    def is_cluster(self) -> bool:
-        return is_cluster_client(self.redis)
-
-    def location(self, queue: str) -> QueueLocation:
-        """Where the queue's slot lives (a cluster's node; the one server otherwise)."""
-        return queue_location(self.redis, queue)
-
-    def known_queues(self) -> KnownQueues:
-        """The registered queues or, when the registry cannot be read, the list this client read last.
-
-        On a cluster the registry lives on one master: while that master is
-        down, the queues on the others must still be listed and served.
-        """
-        try:
-            return KnownQueues(self.queues(), "", self._odd_queues)
-        except Unavailable as error:
-            if self._last_queues is None:
-                raise
-            return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
-                                                        "showing the one read last")
-        except Refused as refused:
-            return KnownQueues(list(self._last_queues or []), f"the queue list could not be read: {refused}")
-
     def discover_queues(self, *, step: int = 1000) -> list[str]:
         """Finds queues written by runtimes that did not register them, and registers them.
 
@@ -768,9 +888,6 @@ class EchoMQ(Described):
         if new:
             self.redis.sadd(QUEUE_REGISTRY, *new)
         return sorted(found | known)
-
-    def keyslot(self, queue: str) -> int:
-        return key_slot(QueueKeys(queue).prefix.encode())
 
 
 def _primaries(client: SyncClient) -> list[Any]:
@@ -820,7 +937,7 @@ class AsyncEchoMQ(Described):
 
     def __init__(self, client: AsyncClient, *, actor: str | None = None, wait_replicas: int = 0,
                  wait_timeout_ms: int = 1000) -> None:
-        self.redis = client
+        self.redis: AsyncClient = client
         self.actor = actor or default_actor()
         self.wait_replicas = moves._int(wait_replicas, "wait_replicas", 0, 100)
         self.wait_timeout_ms = moves._int(wait_timeout_ms, "wait_timeout_ms", 0, 3_600_000)
@@ -877,6 +994,26 @@ class AsyncEchoMQ(Described):
                     raise
             self._registered.add(call.registers)
 
+    async def drive(self, plan: Plan[T]) -> T:
+        """As :meth:`EchoMQ.drive`, each step awaited."""
+        answer: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = plan.send(answer) if error is None else plan.throw(error)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer, error = None, None
+            try:
+                if isinstance(step, Command):
+                    answer = await step.send(self.redis)
+                elif isinstance(step, list):
+                    answer = await self.run_many(step)
+                else:
+                    answer = await self.run(step)
+            except Exception as failed:
+                error = failed
+
     async def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
         """Sends the lease index writes in a task of their own, so that the claim's jobs start no later."""
         hints = _lease_hints(calls, results, self.redis)
@@ -932,138 +1069,6 @@ class AsyncEchoMQ(Described):
             return None
         return BlockingRunner(self._wire_options, wait_replicas=self.wait_replicas,
                               wait_timeout_ms=self.wait_timeout_ms)
-
-    # Moves (as EchoMQ's) -----------------------------------------------------
-
-    async def enqueue_many(self, queue: str, payloads: list[object], *, delay_ms: int = 0,
-                           max_attempts: int = moves.DEFAULT_MAX_ATTEMPTS, chunk: int = 1000) -> list[str]:
-        """As :meth:`EchoMQ.enqueue_many`."""
-        chunk = moves._int(chunk, "chunk", 1, moves.MAX_BATCH)
-        calls = [moves.enqueue_many(queue, payloads[start:start + chunk], delay_ms=delay_ms,
-                                    max_attempts=max_attempts, actor=self.actor)
-                 for start in range(0, len(payloads), chunk)]
-        ids: list[str] = []
-        for start in range(0, len(calls), 10):
-            for result in await self.run_many(calls[start:start + 10]):
-                if isinstance(result, BaseException):
-                    raise result
-                for entry in result:
-                    if isinstance(entry, BaseException):
-                        raise entry
-                    ids.append(entry)
-        return ids
-
-    async def batches(self, make: Callable[[int], Call[BatchResult]]) -> AsyncIterator[BatchResult]:
-        """As :meth:`EchoMQ.batches`."""
-        skipped = 0
-        while True:
-            result = await self.run(make(skipped))
-            skipped += result.skipped
-            yield result
-            if not result.more:
-                return
-
-    async def _batched(self, make: Callable[[int], Call[BatchResult]]) -> BatchResult:
-        return _total([batch async for batch in self.batches(make)])
-
-    async def recover_expired(self, queue: str, *, limit: int = 200) -> BatchResult:
-        return await self._batched(lambda skip: moves.recover_expired(queue, limit=limit, actor=self.actor, skip=skip))
-
-    async def retry_failed(self, queue: str, *, limit: int = 200, extra_attempts: int = 1) -> BatchResult:
-        cutoff = await self.server_time_ms(queue)
-        return await self._batched(lambda skip: moves.retry_failed(
-            queue, limit=limit, extra_attempts=extra_attempts, actor=self.actor, failed_before_ms=cutoff + 1, skip=skip))
-
-    async def purge(self, queue: str, state: str, *, older_than_ms: int = 0, limit: int = 200) -> BatchResult:
-        return await self._batched(lambda skip: moves.purge(
-            queue, state, older_than_ms=older_than_ms, limit=limit, actor=self.actor, skip=skip))
-
-    # Reads (as EchoMQ's) -----------------------------------------------------
-
-    async def stats_many(self, queues: list[str]) -> list[reads.QueueStats | Exception]:
-        return await self.run_many([reads.stats(q) for q in queues])
-
-    async def events(self, queue: str, *, count: int = 100, after: str | None = None, up_to: str | None = None,
-                     since_ms: int | None = None) -> list[reads.Event]:
-        """As :meth:`EchoMQ.events`."""
-        span = _EventsRange.of(queue, count, after, up_to, since_ms)
-        entries: Any
-        try:
-            if span.forward:
-                entries = await self.redis.xrange(span.key, span.start, span.end, count=span.count)
-            else:
-                entries = await self.redis.xrevrange(span.key, span.start, span.end, count=span.count)
-        except Exception as error:
-            raise span.translate(error) from error
-        return [reads.parse_event(entry_id, data) for entry_id, data in entries]
-
-    async def queues(self) -> list[str]:
-        """As :meth:`EchoMQ.queues`."""
-        try:
-            names, self._odd_queues = _registry([n async for n in self.redis.sscan_iter(QUEUE_REGISTRY, count=1000)])
-        except Exception as error:
-            if _wrong_type(error):
-                raise _registry_refused(await self.redis.type(QUEUE_REGISTRY)) from error
-            raise translate(error, "reading the queue registry") from error
-        self._last_queues = names
-        return names
-
-    async def queue_count(self) -> int:
-        """As :meth:`EchoMQ.queue_count`."""
-        try:
-            return int(await self.redis.scard(QUEUE_REGISTRY))
-        except Exception as error:
-            raise translate(error, "SCARD") from error
-
-    async def key_count(self) -> int:
-        try:
-            return int(await self.redis.dbsize())
-        except Exception as error:
-            raise translate(error, "DBSIZE") from error
-
-    async def known_queues(self) -> KnownQueues:
-        """As :meth:`EchoMQ.known_queues`."""
-        try:
-            return KnownQueues(await self.queues(), "", self._odd_queues)
-        except Unavailable as error:
-            if self._last_queues is None:
-                raise
-            return KnownQueues(list(self._last_queues), f"the queue list could not be read ({error}); "
-                                                        "showing the one read last")
-        except Refused as refused:
-            return KnownQueues(list(self._last_queues or []), f"the queue list could not be read: {refused}")
-
-    async def find_job(self, job_id: str, queues: Iterable[str]) -> list[str]:
-        """As :meth:`EchoMQ.find_job`."""
-        job_id = validate_job_id(job_id)
-        names = list(queues)
-        found: list[str] = []
-        try:
-            for start in range(0, len(names), _FIND_CHUNK):
-                chunk = names[start:start + _FIND_CHUNK]
-                pipe = self.redis.pipeline(transaction=False)
-                for name in chunk:
-                    pipe.exists(QueueKeys(name).job(job_id))
-                found += [name for name, hit in zip(chunk, await pipe.execute()) if hit]
-        except Exception as error:
-            raise translate(error, "looking for a job") from error
-        return found
-
-    async def ping(self) -> None:
-        try:
-            await self.redis.ping()
-        except Exception as error:
-            raise translate(error, "PING") from error
-
-    @property
-    def is_cluster(self) -> bool:
-        return is_cluster_client(self.redis)
-
-    def location(self, queue: str) -> QueueLocation:
-        return queue_location(self.redis, queue)
-
-    def keyslot(self, queue: str) -> int:
-        return key_slot(QueueKeys(queue).prefix.encode())
 
     async def _run_many_on_cluster(self, calls: list[Call[Any]]) -> list[Any]:
         """Groups the calls by the node that owns their slot and pipelines each group on that node.

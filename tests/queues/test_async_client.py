@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from queues import AsyncEchoMQ, EchoMQ, Unavailable
-from queues.client import Described, KnownQueues, sends
+from queues.client import Described, KnownQueues, plans, sends
 from tests.support.redis_servers import free_port
 
 # What only one of them has, and why.
@@ -25,14 +25,19 @@ def test_the_async_client_has_every_public_method_of_the_sync_one() -> None:
     assert set(_public(EchoMQ)) - SYNC_ONLY == set(_public(AsyncEchoMQ)) - ASYNC_ONLY
 
 
-def test_a_read_or_move_that_is_one_call_is_described_once_for_both_clients() -> None:
-    described = {name for name, member in _public(Described).items() if isinstance(member, sends)}
+# What a client itself holds: how it sends (the reads and moves are Described's).
+TRANSPORT = {"from_url", "close", "run", "run_many", "drive"}
+
+
+def test_every_read_and_move_is_described_once_for_both_clients() -> None:
+    described = {name for name, member in _public(Described).items() if isinstance(member, (sends, plans))}
 
     assert described and not described & (set(_public(EchoMQ)) | set(_public(AsyncEchoMQ)))
+    assert set(_public(EchoMQ)) - SYNC_ONLY == set(_public(AsyncEchoMQ)) - ASYNC_ONLY == TRANSPORT
 
 
-@pytest.mark.parametrize("name", sorted(n for n, m in _public(Described).items() if isinstance(m, sends)))
-def test_a_described_call_is_typed(name: str) -> None:
+@pytest.mark.parametrize("name", sorted(n for n, m in _public(Described).items() if isinstance(m, (sends, plans))))
+def test_a_described_read_or_move_is_typed(name: str) -> None:
     describe = getattr(Described, name).describe
     assert typing.get_type_hints(describe).get("return", typing.Any) is not typing.Any
 

@@ -104,7 +104,8 @@ def cmd_alert_list(mq: object, args: argparse.Namespace) -> None:
 def cmd_alert_add(mq: object, args: argparse.Namespace) -> None:
     body: dict[str, Any] = {"name": args.name, "kind": args.kind, "queue": args.queue or "",
                             "codes": args.codes or "", "group": args.group or "", "at_least": args.at_least,
-                            "threshold": args.threshold, "windows": args.windows, "webhook_url": args.webhook or "",
+                            "threshold": args.threshold, "windows": args.windows, "schedule": args.schedule or "",
+                            "grace_s": args.grace_s, "webhook_url": args.webhook or "",
                             "emails": args.email or []}
     if args.view is not None:
         body["view"] = args.view
@@ -160,8 +161,9 @@ def add_alert_commands(sub: Any) -> None:
     q = alert_sub.add_parser("add", parents=[where], help="make a rule (delivered by signed webhook and/or e-mail)")
     q.set_defaults(run=cmd_alert_add)
     q.add_argument("name")
-    q.add_argument("--kind", required=True, choices=["why", "failure_group", "slo_burn", "view"],
-                   help="why: the queue stops draining (or --codes no_consumer); failure_group; slo_burn; view")
+    q.add_argument("--kind", required=True, choices=["why", "failure_group", "slo_burn", "view", "schedule"],
+                   help="why: the queue stops draining (or --codes no_consumer); failure_group; slo_burn; view; "
+                        "schedule: a tick expected and not seen (the dead-man's switch)")
     q.add_argument("--queue")
     q.add_argument("--codes", help="why: not_draining (default), no_consumer, or why codes, comma separated")
     q.add_argument("--group", help="failure_group: the group, as emq failures prints it")
@@ -169,6 +171,8 @@ def add_alert_commands(sub: Any) -> None:
     q.add_argument("--at-least", type=int, default=1, help="failure_group, view: fire at this many jobs")
     q.add_argument("--threshold", type=float, default=14.4, help="slo_burn: the burn rate to fire at")
     q.add_argument("--windows", default="1h,5m", help="slo_burn: every one of these windows burns that fast")
+    q.add_argument("--schedule", help="schedule: the schedule's name (with --queue)")
+    q.add_argument("--grace-s", type=float, help="schedule: how late a tick may be (default 60 s, or half its period)")
     q.add_argument("--webhook", help="the URL to POST the signed firing to")
     q.add_argument("--secret-file", help="a file holding the webhook's secret (default: the console makes one and "
                                          "prints it once)")

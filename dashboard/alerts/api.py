@@ -41,7 +41,7 @@ MAX_ID: Final = 2**63 - 1
 
 class RuleIn(Schema):
     name: str = Field(min_length=1, max_length=NAME_LIMIT)
-    kind: Literal["why", "failure_group", "slo_burn", "view"]
+    kind: Literal["why", "failure_group", "slo_burn", "view", "schedule"]
     queue: str = Field("", max_length=128, description="The queue watched (not for a saved view's rule)")
     view: int | None = Field(None, ge=1, le=MAX_ID, description="The saved view a view rule watches")
     codes: str = Field("", max_length=500, description="why: not_draining (default), no_consumer, or why codes, "
@@ -50,6 +50,9 @@ class RuleIn(Schema):
     at_least: int = Field(1, ge=1, le=10_000, description="failure_group, view: fire at this many jobs")
     threshold: float = Field(14.4, gt=0, le=1000, description="slo_burn: fire when every window burns this fast")
     windows: str = Field("1h,5m", max_length=40, description="slo_burn: windows among 5m, 30m, 1h, 6h")
+    schedule: str = Field("", max_length=200, description="schedule: the schedule's name (in queue)")
+    grace_s: float | None = Field(None, ge=0, le=86_400, description="schedule: how late a tick may be before it "
+                                                                      "fires (default 60 s, or half its period)")
     webhook_url: str = Field("", max_length=500)
     secret: str = Field("", max_length=128, description="The webhook's HMAC key (16 to 128 characters); "
                                                         "generated when left out, and answered once")
@@ -175,7 +178,8 @@ def alerts_add(request: HttpRequest, body: RuleIn) -> Any:
     try:
         made = rule_create(user=user, name=body.name, kind=body.kind, queue=body.queue, view_id=body.view,
                            parameters={"codes": body.codes, "group": body.group, "at_least": body.at_least,
-                                       "threshold": body.threshold, "windows": body.windows},
+                                       "threshold": body.threshold, "windows": body.windows,
+                                       "schedule": body.schedule, "grace_s": body.grace_s},
                            webhook_url=body.webhook_url, secret=body.secret, emails=body.emails)
     except AlertRefused as refused:
         raise PermissionDenied(str(refused)) from None

@@ -12,19 +12,22 @@ anything. What one rule costs Redis each round:
   once per round;
 - a saved view: a search of at most ``VIEW_RULE_REDIS_S`` of Redis time that stops at the rule's count
   (a queue page's view: one ZCARD-bounded page read; failures by cause: one groups read);
-- a schedule: one read of the schedule's last and next ticks.
+- a schedule (the dead-man's switch): the server's clock and one ``schedules`` read per 100 schedules of the queue
+  listed before it (its next and last ticks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from dashboard.saved_views.models import SavedView
 from dashboard.saved_views.services import view_count
-from queues import EchoMQ, EmqError, why
+from queues import EchoMQ, EmqError, Refused, why
 from queues.failures import groups
+from queues.schedules import LATE_AFTER_MS, get_schedule
 from queues.slo import Slos, burn_calls, burn_rates, slos
 
 from .models import AlertRule
@@ -115,11 +118,51 @@ def _view(round_: Round, rule: AlertRule) -> Observation:
                        {"count": count, "at_least": at_least, "view": view.pk})
 
 
+def _utc(ms: int | None) -> str:
+    if ms is None:
+        return "never"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def schedule_grace_ms(rule: AlertRule, period_ms: int | None) -> int:
+    """How late a tick may be before the switch fires: the rule's ``grace_s``, else the scheduler's own idea of
+    late (60 s) or half the schedule's period when that is shorter, so a missed tick fires within one interval."""
+    given = rule.parameters.get("grace_s")
+    if given not in (None, ""):
+        return int(float(given) * 1000)
+    return min(LATE_AFTER_MS, period_ms // 2) if period_ms else LATE_AFTER_MS
+
+
+def _schedule(round_: Round, rule: AlertRule) -> Observation:
+    name = str(rule.parameters.get("schedule", ""))
+    try:
+        found = get_schedule(round_.mq, rule.queue, name)
+    except Refused as refused:
+        if refused.reason == "missing":
+            return Observation(None, f"{rule.queue} has no schedule {name!r} (deleted?)")
+        raise
+    now_ms = int(round_.mq.server_time_ms(rule.queue))
+    if found.paused:
+        return Observation(False, f"schedule {name} of {rule.queue} is paused", {"schedule": name, "paused": True})
+    period = found.when.next_after(found.next_ms) - found.next_ms if found.when and found.next_ms else None
+    grace_ms = schedule_grace_ms(rule, period)
+    overdue = found.overdue_ms(now_ms)
+    details = {"schedule": name, "expected_ms": found.next_ms, "last_tick_ms": found.last_tick_ms,
+               "overdue_ms": overdue, "grace_ms": grace_ms, "last_outcome": found.last_outcome}
+    if overdue > grace_ms:
+        return Observation(True, f"schedule {name} of {rule.queue}: a tick was expected by {_utc(found.next_ms)}, "
+                                 f"not seen ({overdue // 1000} s late; the last tick {_utc(found.last_tick_ms)})",
+                           details)
+    return Observation(False, f"schedule {name} of {rule.queue} ticks next at {_utc(found.next_ms)} (last "
+                              f"{_utc(found.last_tick_ms)})", details)
+
+
 READERS: Final[dict[str, Callable[[Round, AlertRule], Observation]]] = {
     AlertRule.Kind.WHY: _why,
     AlertRule.Kind.FAILURE_GROUP: _failure_group,
     AlertRule.Kind.SLO_BURN: _slo_burn,
     AlertRule.Kind.VIEW: _view,
+    AlertRule.Kind.SCHEDULE: _schedule,
 }
 
 

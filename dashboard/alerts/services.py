@@ -27,6 +27,7 @@ from dashboard.actions.models import AuditEntry
 from dashboard.saved_views.services import ViewForbidden, ViewMissing, view_for
 from queues import InvalidInput, validate_queue_name
 from queues.failures import validate_group
+from queues.keys import validate_schedule_name
 
 from .conditions import BURN_WINDOWS, NO_CONSUMER_CODES, NOT_DRAINING_CODES
 from .models import NAME_LIMIT, AlertRule, AlertSilence
@@ -96,8 +97,19 @@ def _parameters(kind: str, queue: str, data: Mapping[str, Any]) -> dict[str, Any
         return {"threshold": threshold, "windows": windows}
     if kind == AlertRule.Kind.VIEW:
         return {"at_least": at_least()}
-    raise InvalidInput(f"an alert rule watches a saved view, a failure group, a queue's why state or a burn rate, "
-                       f"not {kind!r}")
+    if kind == AlertRule.Kind.SCHEDULE:
+        out: dict[str, Any] = {"schedule": validate_schedule_name(str(data.get("schedule") or ""))}
+        grace = data.get("grace_s")
+        if grace not in (None, ""):
+            try:
+                out["grace_s"] = float(grace)
+            except (TypeError, ValueError):
+                raise InvalidInput(f"grace_s is a number of seconds, not {grace!r}") from None
+            if not 0 <= out["grace_s"] <= 86_400:
+                raise InvalidInput("grace_s is between 0 and 86400 seconds")
+        return out
+    raise InvalidInput(f"an alert rule watches a saved view, a failure group, a queue's why state, a burn rate or a "
+                       f"schedule, not {kind!r}")
 
 
 def _webhook(url: str) -> str:

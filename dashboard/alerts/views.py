@@ -22,8 +22,8 @@ from .conditions import BURN_WINDOWS, NOT_DRAINING_CODES
 from .models import AlertRule, AlertSilence
 from .services import AlertRefused, parse_silence_end, rule_create, rule_delete, silence_create, silence_end, silences_active
 
-FORM_FIELDS = ("name", "kind", "q", "view", "codes", "group", "at_least", "threshold", "windows", "webhook_url",
-               "secret", "emails")
+FORM_FIELDS = ("name", "kind", "q", "view", "codes", "group", "at_least", "threshold", "windows", "schedule",
+               "grace_s", "webhook_url", "secret", "emails")
 
 
 def _page(request: HttpRequest, *, message: str = "", status: int = 200) -> HttpResponse:
@@ -63,7 +63,8 @@ def alert_new(request: HttpRequest) -> HttpResponse:
         made = rule_create(
             user=request.user, name=values["name"], kind=values["kind"], queue=values["q"],
             view_id=int(view_text) if view_text.isascii() and view_text.isdigit() and len(view_text) < 19 else None,
-            parameters={k: values[k] for k in ("codes", "group", "at_least", "threshold", "windows")},
+            parameters={k: values[k] for k in ("codes", "group", "at_least", "threshold", "windows", "schedule",
+                                               "grace_s")},
             webhook_url=values["webhook_url"], secret=values["secret"], emails=values["emails"])
     except AlertRefused as refused:
         return _form(request, {**values, "secret": ""}, message=f"not made: {refused}", status=403)

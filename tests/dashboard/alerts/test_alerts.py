@@ -19,6 +19,7 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.actions.models import AuditEntry, QueueGrant
+from dashboard.alerts.conditions import schedule_grace_ms
 from dashboard.alerts.delivery import backoff_s, deliver_due
 from dashboard.alerts.evaluator import evaluate_round
 from dashboard.alerts.models import AlertDelivery, AlertRule
@@ -28,6 +29,8 @@ from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.saved_views.services import view_save
 from queues import EchoMQ, moves
 from queues.failures import groups
+from queues.scheduler import Ticker
+from queues.schedules import Definition, add_schedule, delete_schedule, pause_schedule
 from tests.support.jobs import failed_jobs
 from tests.support.redis_servers import RedisServer
 from tests.support.webhook_receiver import Receiver, webhook_receiver
@@ -308,3 +311,67 @@ def test_a_silence_is_its_own_resource_with_an_end_time(console_mq: EchoMQ, otto
     assert bad.status_code == 400 and "30m, 2h or 1d" in bad.json()["error"]
     actions = list(AuditEntry.objects.filter(action__startswith="alert_").values_list("action", flat=True))
     assert sorted(actions) == ["alert_add", "alert_silence", "alert_unsilence"]
+
+
+# The dead-man's switch: a schedule's tick expected and not seen ------------------------------------------------
+
+def _overdue_schedule(mq: EchoMQ, *, every_ms: int = 60_000, late_ms: int = 600_000) -> None:
+    """A schedule whose first tick came ``late_ms`` ago with no scheduler running: its tick was not seen."""
+    now = mq.server_time_ms("reports")
+    add_schedule(mq, "reports", "nightly", Definition.of(every_ms=every_ms, payload="{}"), now_ms=now - late_ms)
+
+
+def test_a_schedule_that_misses_its_tick_fires_the_dead_mans_alert(console_mq: EchoMQ, otto: User,
+                                                                   receiver: Receiver) -> None:
+    rule_create(user=otto, name="nightly missing", kind="schedule", queue="reports",
+                parameters={"schedule": "nightly"}, webhook_url=receiver.url, secret=SECRET)
+    _overdue_schedule(console_mq)
+
+    fired = evaluate_round()
+    again = evaluate_round()
+    Ticker(console_mq).run_round()  # a scheduler comes back: the latest tick is enqueued, the next is ahead
+    resolved = evaluate_round()
+
+    assert fired.fired == ["nightly missing"] and again.fired == []
+    assert resolved.resolved == ["nightly missing"]
+    hook = receiver.received[0]
+    assert hook.signed and "was expected by" in hook.data["summary"] and "not seen" in hook.data["summary"]
+    assert hook.data["details"]["overdue_ms"] > hook.data["details"]["grace_ms"] == 30_000
+    assert [h.data["event"] for h in receiver.received] == ["firing", "resolved"]
+
+
+def test_a_paused_schedule_does_not_fire_and_a_deleted_one_is_undecided(console_mq: EchoMQ, otto: User,
+                                                                         receiver: Receiver) -> None:
+    rule_create(user=otto, name="nightly missing", kind="schedule", queue="reports",
+                parameters={"schedule": "nightly"}, webhook_url=receiver.url, secret=SECRET)
+    _overdue_schedule(console_mq)
+    pause_schedule(console_mq, "reports", "nightly")
+    paused = evaluate_round()
+    delete_schedule(console_mq, "reports", "nightly")
+    gone = evaluate_round()
+
+    assert paused.fired == [] and gone.undecided == ["nightly missing"]
+    assert "has no schedule 'nightly'" in AlertRule.objects.get().error
+    assert receiver.received == []
+
+
+def test_the_grace_of_a_missed_tick_is_within_one_interval() -> None:
+    rule = AlertRule(kind="schedule", parameters={"schedule": "s"})
+
+    assert schedule_grace_ms(rule, 2_000) == 1_000
+    assert schedule_grace_ms(rule, 3_600_000) == 60_000
+    assert schedule_grace_ms(AlertRule(kind="schedule", parameters={"grace_s": 5}), 3_600_000) == 5_000
+
+
+def test_a_running_evaluator_fires_when_a_short_schedules_tick_is_missed(console_mq: EchoMQ, otto: User,
+                                                                         receiver: Receiver) -> None:
+    rule_create(user=otto, name="every 2 s", kind="schedule", queue="reports", parameters={"schedule": "nightly"},
+                webhook_url=receiver.url, secret=SECRET)
+    _overdue_schedule(console_mq, every_ms=2_000, late_ms=0)
+    evaluator = AlertEvaluator(lambda: alerts_lock(interval_s=0.2), interval_s=0.2).start()
+    try:
+        arrived = receiver.arrived.wait(60)
+    finally:
+        evaluator.stop()
+
+    assert arrived and receiver.received[0].data["details"]["grace_ms"] == 1_000

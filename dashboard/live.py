@@ -22,8 +22,9 @@ from queues.reads import QueueStats
 from . import presenters, rows as row_html
 from .census import CensusPass, census_pass
 from .pages.job import read_job_page_async
+from .pages.overview import OverviewPageData, overview_page_data, overview_window
 from .pages.queue import read_queue_page_async
-from .why_line import overview_reasons_async, why_context, why_down, with_reasons
+from .why_line import overview_reasons_async, why_context, why_down
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
 FILTER_MAX = presenters.FILTER_MAX
@@ -96,74 +97,70 @@ class OverviewPage(LivePage):
         self.asked = True
         return True
 
-    def _window(self) -> tuple[list[str], int]:
-        names = self.census.census.select(self.query.filter, self.query.sort, self.query.descending)
-        return names[self.query.offset:self.query.offset + self.query.limit], len(names)
-
-    def _rows(self, follower: Follower, names: list[str]) -> list[presenters.QueueRow]:
-        readings = self.census.census.readings(names)
+    def _data(self, follower: Follower, names: list[str], total: int) -> OverviewPageData:
+        census = self.census.census
+        readings = census.readings(names)
         results: list[QueueStats | Exception | None] = []
         for name in names:
             # The fresher of the follower's reading (the page's own queues) and the census's.
-            census = readings.get(name)
-            candidates = [s for s in (follower.stats.get(name), census) if isinstance(s, QueueStats)]
-            error = follower.errors.get(name) or (census if isinstance(census, str) else "")
+            reading = readings.get(name)
+            candidates = [s for s in (follower.stats.get(name), reading) if isinstance(s, QueueStats)]
+            error = follower.errors.get(name) or (reading if isinstance(reading, str) else "")
             if candidates:
                 results.append(max(candidates, key=lambda s: s.now_ms))
             else:
                 results.append(Unreadable(error) if error else None)
-        return with_reasons(presenters.queue_rows(names, results, follower.locations if follower.cluster else {},
-                                                  follower.throughput, follower.now_ms), self.reasons)
+        return overview_page_data(census, self.query, names, total, results, now_ms=follower.now_ms,
+                                  throughput=follower.throughput, reasons=self.reasons, cluster=follower.cluster,
+                                  locations=follower.locations)
 
     async def _read_reasons(self, follower: Follower, names: list[str], *, again: bool) -> None:
         if follower.mq is not None and (again or names != self.reasons_for):
             self.reasons, self.reasons_for = await overview_reasons_async(follower.mq, names), names
 
-    def _summary(self, follower: Follower) -> str:
-        chart = presenters.spark_for(follower.throughput, None, follower.now_ms, width=600, height=48)
-        return _render("dashboard/_overview_summary.html",
-                       {"totals": presenters.totals(self.census.census.totals(), chart)})
+    def _summary(self, data: OverviewPageData) -> str:
+        return _render("dashboard/_overview_summary.html", {"totals": data.totals})
 
-    def _table(self, follower: Follower, names: list[str], total: int,
-               rows: list[presenters.QueueRow] | None = None) -> str:
+    def _table(self, data: OverviewPageData, names: list[str]) -> str:
         self.window = names
-        context = row_html.overview_table_context(self.query, total, rows or self._rows(follower, names),
-                                                  cluster=follower.cluster)
+        context = row_html.overview_table_context(self.query, data.total, data.rows, cluster=data.cluster)
         shown: list[presenters.QueueRow] = context["rows"]  # type: ignore[assignment]
         self.budget = int(context["rows_budget"])  # type: ignore[call-overload]
         self.queues = frozenset(row.name for row in shown)
-        self.sent = {row.name: row_html.overview_row(row, cluster=follower.cluster) for row in shown}
+        self.sent = {row.name: row_html.overview_row(row, cluster=data.cluster) for row in shown}
         context["asked"], self.asked = self.asked, False
         return _render("dashboard/_overview_table.html", context)
 
     async def full(self, follower: Follower) -> list[str]:
         self.census.wanted()
         self.stale = self.census.census.names is None
-        names, total = self._window()
+        names, total = overview_window(self.census.census, self.query)
         await self._read_reasons(follower, names, again=True)
-        return [_common(follower, 0, status=True) + self._summary(follower), self._table(follower, names, total)]
+        data = self._data(follower, names, total)
+        return [_common(follower, 0, status=True) + self._summary(data), self._table(data, names)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         self.census.wanted()
         if update.stats:
             self.census.census.absorb_many(list(update.stats), list(update.stats.values()))
-        messages = [_common(follower, 0, status=update.up is not None) + self._summary(follower)]
-        names, total = self._window()
+        names, total = overview_window(self.census.census, self.query)
         if follower.up is not False:
             await self._read_reasons(follower, names, again=update.tick)
-        rows = self._rows(follower, names)
-        html = [row_html.overview_row(row, cluster=follower.cluster) for row in rows]
+        data = self._data(follower, names, total)
+        messages = [_common(follower, 0, status=update.up is not None) + self._summary(data)]
+        rows = data.rows
+        html = [row_html.overview_row(row, cluster=data.cluster) for row in rows]
         fitted = row_html.rows_that_fit(html, self.budget)
         if self.stale or update.up is True or names != self.window or fitted != len(self.sent):
             # Other queues, another order, or rows that grew past the page's byte budget: the whole table.
             self.stale = self.census.census.names is None
-            messages.append(self._table(follower, names, total, rows))
+            messages.append(self._table(data, names))
             return messages
         differ = [row for row, text in zip(rows[:fitted], html) if text != self.sent.get(row.name)]
         if differ:
             self.sent.update((row.name, text) for row, text in zip(rows[:fitted], html))
             # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
-            messages.append(row_html.overview_rows(differ, cluster=follower.cluster, oob=True))
+            messages.append(row_html.overview_rows(differ, cluster=data.cluster, oob=True))
         return messages
 
 

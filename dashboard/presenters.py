@@ -121,11 +121,12 @@ def queue_rows(names: Sequence[str], results: Sequence[QueueStats | Exception | 
             rows.append(QueueRow(name, result, "", locations.get(name), spark_for(throughput, name, now_ms),
                                  age_ms=max(now_ms - result.now_ms, 0) if now_ms else 0))
         else:
-            rows.append(QueueRow(name, None, _describe(result), locations.get(name)))
+            rows.append(QueueRow(name, None, read_error_text(result), locations.get(name)))
     return rows
 
 
-def _describe(error: Exception) -> str:
+def read_error_text(error: Exception) -> str:
+    """What a queue's failed read says, on the overview's row and in the API alike."""
     return str(error) if isinstance(error, EmqError) else f"{type(error).__name__}: {error}"
 
 

@@ -16,7 +16,6 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
-from queues.census import Census
 from queues.keys import parse_job_id_token
 from queues.moves import removable_key
 from queues.reads import QueueStats
@@ -28,13 +27,14 @@ from .monitoring.charts import queue_history_context
 from .monitoring.latency_chart import queue_latency_context
 from .monitoring.overview_latency import overview_latency_context
 from .pages.job import read_job_page
+from .pages.overview import overview_page_data, overview_window
 from .pages.queue import read_queue_page
 from .queue_names import queue_missing
 from .saved_views.services import pinned_views
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
 from .viewing import viewers_only
-from .why_line import overview_reasons, why_context, with_reasons
+from .why_line import overview_reasons, why_context
 
 
 def _unavailable(request: HttpRequest, template: str, error: Unavailable, context: dict[str, Any]) -> HttpResponse:
@@ -47,12 +47,6 @@ def _bad_input(request: HttpRequest, error: InvalidInput | Refused, context: dic
 
 def _wants_fragment(request: HtmxHttpRequest, target: str) -> bool:
     return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
-
-
-def overview_window(census: Census, query: presenters.OverviewQuery) -> tuple[list[str], int]:
-    """The names of the queues the overview's page shows, from the census's order, and how many match."""
-    names = census.select(query.filter, query.sort, query.descending)
-    return names[query.offset:query.offset + query.limit], len(names)
 
 
 @require_GET
@@ -77,23 +71,22 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     except Unavailable as error:
         return _unavailable(request, "dashboard/overview.html", error, context)
     census.absorb_many(names, results)
-    now_ms = max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0)
     follower = live_follower()
-    throughput = follower.throughput if follower else None
     cluster = mq.is_cluster
-    locations = {n: mq.location(n) for n in names} if cluster else {}
-    rows = presenters.queue_rows(names, results, locations, throughput, now_ms)
-    rows = with_reasons(rows, read(lambda mq: overview_reasons(mq, names)))
-    chart = presenters.spark_for(throughput, None, now_ms, width=600, height=48)
-    context.update(row_html.overview_table_context(query, total, rows, cluster=cluster))
+    data = overview_page_data(
+        census, query, names, total, results,
+        now_ms=max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0),
+        throughput=follower.throughput if follower else None, reasons=read(lambda mq: overview_reasons(mq, names)),
+        cluster=cluster, locations={n: mq.location(n) for n in names} if cluster else {})
+    context.update(row_html.overview_table_context(query, data.total, data.rows, cluster=data.cluster))
     if not request.htmx:
         context["pinned"] = pinned_views(request.user)
         shown = context.get("rows") or []
         context.update(overview_latency_context(
             {row.name: row.stats.due for row in shown if row.stats is not None},
             request.GET.get("lsort", "")))
-    context.update(queues_stale=census.names_error, odd_registry=census.names_odd,
-                   totals=presenters.totals(census.totals(), chart), now_ms=now_ms)
+    context.update(queues_stale=data.names_error, odd_registry=data.odd_registry, totals=data.totals,
+                   now_ms=data.now_ms)
     if _wants_fragment(request, "overview-rows"):
         return render(request, "dashboard/_overview_rows.html", context)
     if _wants_fragment(request, "overview-table"):

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from dashboard.actions.models import AuditEntry
 from dashboard.pages.job import JobPageData
+from dashboard.presenters import read_error_text
 from queues.reads import Event, Page, QueueStats, payload_preview
 
 PAYLOAD_LIMIT: Final = 64 * 1024
@@ -35,7 +36,7 @@ def stats_out(stats: QueueStats) -> dict[str, Any]:
 def queue_out(name: str, result: QueueStats | Exception, latency: dict[str, Any] | None = None) -> dict[str, Any]:
     if isinstance(result, QueueStats):
         return {"queue": name, "stats": stats_out(result), "error": None, "latency": latency}
-    return {"queue": name, "stats": None, "error": str(result) or type(result).__name__}
+    return {"queue": name, "stats": None, "error": read_error_text(result)}
 
 
 def page_out(page: Page) -> dict[str, Any]:

@@ -90,3 +90,23 @@ async def test_a_workers_registry_that_cannot_be_read_is_unknown_alike_on_the_vi
     # Unknown is not none: neither says "0 workers", and the jobs are shown all the same.
     assert page.status_code == 200 and 'id="queue-workers"' not in page.content.decode()
     assert 'id="queue-workers"' not in pushed and "j1" in pushed and "j1" in page.content.decode()
+
+
+async def test_a_queue_that_cannot_be_read_is_one_row_with_the_same_words_on_the_overview_live_and_in_the_api(
+        console_mq: EchoMQ, viewer_client: Client, viewer_cookie: bytes, stop_followers: None) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    console_mq.enqueue("thumbs", "b", job_id="j2")
+    keys = QueueKeys("thumbs")
+    console_mq.redis.delete(keys.done)
+    console_mq.redis.set(keys.done, "not a sorted set")
+    refusal = f"refused: {keys.done} holds a string"
+
+    page = await sync_to_async(viewer_client.get)("/")
+    api = await sync_to_async(viewer_client.get)("/api/queues")
+    communicator = await connect("/ws/overview/", viewer_cookie)
+    pushed = await receive_until(communicator, lambda m: html.escape(refusal) in m)
+    await communicator.disconnect()
+
+    said = {row["queue"]: row["error"] for row in api.json()["queues"]}
+    assert said["mail"] is None and said["thumbs"].startswith(refusal)
+    assert html.escape(said["thumbs"]) in page.content.decode() and html.escape(said["thumbs"]) in pushed

@@ -60,7 +60,9 @@ def console_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
 
     return {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "SECRET_KEY": "live-tests-only-" + "x" * 40,
             "EMQ_REDIS_URL": redis_url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
-            "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir), **extra}
+            "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir),
+            # No alert evaluator holds emq:lock:alerts in a test's keyspace unless the test asks for one.
+            "EMQ_ALERTS_INTERVAL_S": "0", **extra}
 
 
 def manage(env: dict[str, str], *args: str) -> str:

@@ -36,6 +36,7 @@ def demo_env(redis_dir: Path | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("EMQ_REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     workdir = Path(tempfile.mkdtemp(prefix="emq-demo-"))
     return {**env, "DATABASE_URL": f"sqlite:///{workdir}/db.sqlite3", "EMQ_SWEEPER_INTERVAL_S": "0",
+            "EMQ_ALERTS_INTERVAL_S": "0",
             "EMQ_DEMO_REDIS_DIR": str(redis_dir or workdir / "redis"), "DEV_SET_UP": "1", **extra}
 
 

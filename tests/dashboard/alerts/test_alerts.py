@@ -7,6 +7,7 @@ backoff), so nothing waits on a clock; one test runs the evaluator's own thread 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -27,7 +28,7 @@ from dashboard.alerts.runner import AlertEvaluator, alerts_lock
 from dashboard.alerts.services import parse_silence_end, rule_create, silence_create
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.saved_views.services import view_save
-from queues import EchoMQ, moves
+from queues import EchoMQ, moves, slo
 from queues.failures import groups
 from queues.scheduler import Ticker
 from queues.schedules import Definition, add_schedule, delete_schedule, pause_schedule
@@ -375,3 +376,21 @@ def test_a_running_evaluator_fires_when_a_short_schedules_tick_is_missed(console
         evaluator.stop()
 
     assert arrived and receiver.received[0].data["details"]["grace_ms"] == 1_000
+
+
+def test_a_burn_rate_rule_fires_when_every_window_burns_faster_than_its_threshold(
+        console_mq: EchoMQ, otto: User, receiver: Receiver) -> None:
+    console_mq.run(slo.slo_set("slow", metric="wait", under_ms=100, target=99))
+    rule_create(user=otto, name="slow burn", kind="slo_burn", queue="slow", parameters={"threshold": 14.4},
+                webhook_url=receiver.url, secret=SECRET)
+    quiet = evaluate_round()
+    console_mq.enqueue_many("slow", ["x"] * 10)
+    time.sleep(0.3)  # the jobs' wait, measured by the claim: every one over the objective's 100 ms
+    console_mq.claim("slow", lease_ms=60_000, count=10)
+
+    loud = evaluate_round()
+
+    assert quiet.fired == []
+    assert loud.fired == ["slow burn"]
+    rates = receiver.received[0].data["details"]["burn_rate"]
+    assert set(rates) == {"1h", "5m"} and all(rate >= 14.4 for rate in rates.values())

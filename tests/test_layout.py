@@ -15,3 +15,11 @@ def test_no_test_module_imports_from_a_conftest() -> None:
                  if re.search(r"^\s*(from\s+[\w.]*conftest\s+import|import\s+[\w.]*conftest)", path.read_text(), re.M)]
 
     assert importing == []
+
+
+def test_no_test_module_imports_from_another_test_module() -> None:
+    # A helper one test module imports from another hides there, and runs that module's fixtures' imports too.
+    importing = [str(path.relative_to(TESTS)) for path in TESTS.rglob("*.py")
+                 if re.search(r"^\s*from\s+tests\.(?:[\w]+\.)*test_\w+\s+import", path.read_text(), re.M)]
+
+    assert importing == []

@@ -2,95 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from queues import ClaimedJob, EchoMQ, NothingToClaim, Refused, Unavailable
+from queues import ClaimedJob, EchoMQ, Unavailable
 from queues.cluster import cluster_view, queue_placements, queue_slot
 from queues.connection import connect
-from queues.errors import NotReplicated
 from queues.integrity import check_queue
 from queues.scripts import script
 from queues.sweeper import Sweeper, sweeper_lock
 from queues.worker import Worker
+from tests.support.background import Background, serve_in_thread, waiting_worker
 from tests.support.cluster_ops import eventually, owner_of, queue_per_master, replica_of, role, wait_cluster_ok
 from tests.support.redis_servers import RedisClusterNodes
 from tests.support.waiting import wait_until
 
 JOBS_PER_QUEUE = 300
-
-
-class Background:
-    """Runs ``loop(stop)`` in a thread; ``stop()`` ends it and re-raises what it raised."""
-
-    def __init__(self, loop: Callable[[threading.Event], Any]) -> None:
-        self.event = threading.Event()
-        self.error: BaseException | None = None
-        self.result: Any = None
-
-        def target() -> None:
-            try:
-                self.result = loop(self.event)
-            except BaseException as error:  # reported by stop()
-                self.error = error
-        self.thread = threading.Thread(target=target, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> Any:
-        self.event.set()
-        self.thread.join(30)
-        assert not self.thread.is_alive(), "a background loop did not stop"
-        if self.error:
-            raise self.error
-        return self.result
-
-
-def _serve(worker: Worker) -> Callable[[threading.Event], Any]:
-    def loop(flag: threading.Event) -> Any:
-        async def main() -> Any:
-            stop = asyncio.Event()
-
-            async def relay() -> None:
-                while not flag.is_set():
-                    await asyncio.sleep(0.05)
-                stop.set()
-            relay_task = asyncio.create_task(relay())
-            stats = await worker.serve(stop)
-            await relay_task
-            return stats
-        return asyncio.run(main())
-    return loop
-
-
-def _waiting_worker(url: str, queues: list[str], acked: list[tuple[str, str, int, float]]) -> Callable[[threading.Event], int]:
-    """A hand-written claim/complete loop with WAIT 1: records each completion a replica acknowledged."""
-    def loop(stop: threading.Event) -> int:
-        mq = EchoMQ(connect(url), actor="waiting", wait_replicas=1, wait_timeout_ms=500)
-        unavailable = 0
-        while not stop.is_set():
-            for queue in queues:
-                try:
-                    jobs = mq.claim(queue, lease_ms=1500, count=5)
-                except (NothingToClaim, NotReplicated):
-                    continue
-                except Unavailable:
-                    unavailable += 1
-                    time.sleep(0.05)
-                    continue
-                for job in jobs:
-                    try:
-                        mq.complete(queue, job.id, job.token)
-                    except (Refused, NotReplicated):
-                        continue
-                    except Unavailable:
-                        unavailable += 1
-                        continue
-                    acked.append((queue, job.id, job.attempts, time.monotonic()))
-        return unavailable
-    return loop
 
 
 def _reader(url: str, queues: list[str], log: list[tuple[float, bool]]) -> Callable[[threading.Event], None]:
@@ -133,8 +61,8 @@ def test_workers_and_reads_carry_on_through_a_master_failover_and_lose_nothing(h
     reads: list[tuple[float, bool]] = []
     mq = EchoMQ(connect(seed.url), actor="sweeper")
     sweeper = Sweeper(mq, sweeper_lock(url=seed.url, lock_urls=[], interval_s=0.3, holder="console-1"), interval_s=0.3)
-    running = [Background(_serve(w)) for w in workers]
-    running += [Background(_waiting_worker(seed.url, [*queues, waiting_queue], acked)),
+    running = [Background(serve_in_thread(w)) for w in workers]
+    running += [Background(waiting_worker(seed.url, [*queues, waiting_queue], acked)),
                 Background(_reader(seed.url, queues, reads))]
     sweeper.start()
 

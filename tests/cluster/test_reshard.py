@@ -9,7 +9,7 @@ from queues.cluster import cluster_view, queue_placements, queue_slot
 from queues.connection import connect
 from queues.integrity import check_queue
 from queues.worker import Worker
-from tests.cluster.test_failover import Background, _serve, _waiting_worker
+from tests.support.background import Background, serve_in_thread, waiting_worker
 from tests.support.cluster_ops import eventually, masters, move_slot, owner_of
 from tests.support.redis_servers import RedisClusterNodes
 from tests.support.waiting import wait_until
@@ -31,7 +31,7 @@ def test_a_queue_keeps_working_while_its_slot_moves_to_another_master(ha_cluster
 
     worker = Worker(queue=queue, handler=handle, concurrency=4, lease_ms=1500, batch=4, url=seed.url, actor="worker")
     acked: list[tuple[str, str, int, float]] = []
-    running = [Background(_serve(worker)), Background(_waiting_worker(seed.url, [queue], acked))]
+    running = [Background(serve_in_thread(worker)), Background(waiting_worker(seed.url, [queue], acked))]
     wait_until(lambda: worker.stats.completed + len(acked) >= JOBS // 4, 60, "a quarter of the jobs to be done")
 
     moved_keys = move_slot(ha_cluster, slot, target, batch=20, pause_s=0.01)

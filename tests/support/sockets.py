@@ -1,11 +1,14 @@
-"""A console WebSocket for a test: connected with a session cookie, read until a message says what is wanted."""
+"""A console WebSocket for a test: found on its page, connected with a session cookie, read until a message
+says what is wanted."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
 from channels.testing import WebsocketCommunicator
+from django.test import Client
 
 from dashboard.asgi import application
 
@@ -28,3 +31,25 @@ async def receive_until(communicator: WebsocketCommunicator, check: Callable[[st
         if check(message):
             return message
     raise AssertionError("no matching message")
+
+
+def ws_path(client: Client, url: str) -> str:
+    page = client.get(url)
+    assert page.status_code == 200
+    [found] = re.findall(r'ws-connect="(/ws/search/\?[^"]+)"', page.content.decode())
+    path: str = found.replace("&amp;", "&")
+    return path
+
+
+async def messages_until(communicator: WebsocketCommunicator, check: Callable[[str], bool],
+                         timeout: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        output = await communicator.receive_output(timeout=deadline - time.monotonic())
+        if output["type"] == "websocket.close":
+            break
+        seen.append(output["text"])
+        if check(output["text"]):
+            return seen
+    raise AssertionError(f"no matching message in {len(seen)}: {seen[-1:]}")

@@ -10,8 +10,8 @@ from django.test import Client
 from dashboard.actions import runner
 from dashboard.actions.models import AuditEntry
 from queues import EchoMQ, moves
-from tests.dashboard.test_no_inline_code import inline_code
 from tests.support.confirm import confirmation_token
+from tests.support.inline_code import inline_code
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

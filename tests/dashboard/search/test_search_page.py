@@ -5,57 +5,24 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
 from html import unescape
 from urllib.parse import urlencode
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from dashboard.asgi import application
 from dashboard.search import consumers
 from queues import EchoMQ, moves
-from tests.dashboard.test_no_inline_code import inline_code
 from tests.support.htmx import htmx_get
+from tests.support.inline_code import inline_code
 from tests.support.jobs import failed_job
+from tests.support.sockets import connect, messages_until, ws_path
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-
-def ws_path(client: Client, url: str) -> str:
-    page = client.get(url)
-    assert page.status_code == 200
-    [found] = re.findall(r'ws-connect="(/ws/search/\?[^"]+)"', page.content.decode())
-    return found.replace("&amp;", "&")
-
-
-async def connect(path: str, cookie: bytes | None) -> WebsocketCommunicator:
-    headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
-    if cookie:
-        headers.append((b"cookie", cookie))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect(timeout=20)  # a bound, not a speed: 1 s is not enough at load 20
-    assert connected
-    return communicator
-
-
-async def messages_until(communicator: WebsocketCommunicator, check: Callable[[str], bool],
-                         timeout: float = 20.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    seen: list[str] = []
-    while time.monotonic() < deadline:
-        output = await communicator.receive_output(timeout=deadline - time.monotonic())
-        if output["type"] == "websocket.close":
-            break
-        seen.append(output["text"])
-        if check(output["text"]):
-            return seen
-    raise AssertionError(f"no matching message in {len(seen)}: {seen[-1:]}")
 
 
 def test_the_page_offers_the_form_and_searches_nothing_until_asked(viewer_client: Client, console_mq: EchoMQ) -> None:

@@ -13,8 +13,8 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.search.budget import SLOTS
 from queues import EchoMQ
-from tests.dashboard.search.test_search_page import connect, messages_until, ws_path
 from tests.support.jobs import failed_jobs
+from tests.support.sockets import connect, messages_until, ws_path
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

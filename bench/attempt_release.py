@@ -9,7 +9,9 @@ read from git and sent as they were.
 Per side: Redis time per job (``INFO commandstats``, the evalsha usec over the jobs), the median bytes of
 a finished job's hash (``MEMORY USAGE``) and how many of them are still listpacks (``OBJECT ENCODING``).
 ``--realtime`` runs redis-server at SCHED_FIFO priority (``chrt``, root only), which holds its per-call times
-still on a shared machine.
+still on a shared machine. ``--fail`` measures the failing path instead: each job has one attempt and its
+report fails it, so it enters its failure group, which now also keeps the release the attempt ran on
+(``rels``, PROTOCOL.md section 9a); compare with ``--before main``.
 """
 
 from __future__ import annotations
@@ -59,20 +61,23 @@ def _send(client: Any, shas: dict[str, str], call: moves.Call[Any]) -> Any:
     return call.parse(client.evalsha(shas[call.script], len(call.keys), *call.keys, *call.args))
 
 
-def one_round(mq: EchoMQ, shas: dict[str, str], jobs: int) -> tuple[float, float, int]:
+def one_round(mq: EchoMQ, shas: dict[str, str], jobs: int, *, fail: bool = False) -> tuple[float, float, int]:
     """(Redis µs per job, median bytes of a finished job's hash, how many of the sampled are listpacks)."""
     client: Any = mq.redis
     client.flushall()
     queue = "bench"
     _send(client, shas, moves.register_worker(queue, WORKER, **REGISTER))
-    mq.enqueue_many(queue, [f'{{"to": "user{n}@example.com"}}' for n in range(jobs + 1)])
+    mq.enqueue_many(queue, [f'{{"to": "user{n}@example.com"}}' for n in range(jobs + 1)],
+                    max_attempts=1 if fail else moves.DEFAULT_MAX_ATTEMPTS)
     [held] = _send(client, shas, moves.claim(queue, worker=WORKER))
     client.config_resetstat()
-    for _ in range(jobs):
-        result = _send(client, shas, moves.finish_claim(queue, [Report(held.id, held.token)], actor=WORKER))
+    for n in range(jobs):
+        report = Report(held.id, held.token, "fail", f"timeout after {n % 997} ms") if fail else Report(held.id, held.token)
+        result = _send(client, shas, moves.finish_claim(queue, [report], actor=WORKER))
         [held] = result.claimed
     usec = float(client.info("commandstats")["cmdstat_evalsha"]["usec"]) / jobs
-    done = [m.decode() for m in client.zrange(QueueKeys(queue).done, 0, 199)]
+    finished = QueueKeys(queue).failed if fail else QueueKeys(queue).done
+    done = [m.decode() for m in client.zrange(finished, 0, 199)]
     keys = QueueKeys(queue)
     sizes = [int(client.memory_usage(keys.job(job_id), samples=0)) for job_id in done]
     listpacks = sum(client.object("encoding", keys.job(job_id)) == b"listpack" for job_id in done)
@@ -85,6 +90,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="rounds per side (default 6)")
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs per round (default 20000)")
     parser.add_argument("--realtime", action="store_true", help="redis-server at SCHED_FIFO 50 (root only)")
+    parser.add_argument("--fail", action="store_true", help="fail every job for good (the failure group path)")
     args = parser.parse_args()
     revision = args.before or before_revision()
     names = ["register_worker", "claim", "finish_claim"]
@@ -102,12 +108,13 @@ def main() -> None:
         results: dict[str, list[tuple[float, float, int]]] = {"before": [], "after": []}
         for _ in range(args.rounds):
             for side in ("before", "after"):
-                results[side].append(one_round(mq, shas[side], args.jobs))
+                results[side].append(one_round(mq, shas[side], args.jobs, fail=args.fail))
         mq.close()
     finally:
         server.cleanup()
     print(f"scripts before: {_git('rev-parse', '--short', revision).strip()}; {args.rounds} rounds of {args.jobs} "
-          f"jobs per side, interleaved (finish_claim per job, a worker of release {RELEASE} on host {HOST})")
+          f"jobs per side, interleaved (finish_claim per job{' failing it for good' if args.fail else ''}, a worker of "
+          f"release {RELEASE} on host {HOST})")
     for side in ("before", "after"):
         usec = [r[0] for r in results[side]]
         print(f"{side:6}  Redis {statistics.median(usec):6.1f} µs/job (rounds {', '.join(f'{u:.1f}' for u in usec)})"

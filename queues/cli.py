@@ -35,6 +35,7 @@ from .cli_schedules import add_commands as add_schedule_commands
 from .client import EchoMQ
 from .deploys import deploy_mark, deploy_marks
 from .errors import Duplicate, EmqError, InvalidInput, JobMissing
+from .failure_explain import explain_failures
 from .failures import group_failed, groups
 from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
@@ -365,6 +366,9 @@ def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
             if not step.more:
                 break
         print(f"emq: {grouped} failed jobs that were in no group are grouped now", file=sys.stderr)
+    if args.explain or args.release or args.host or args.sort != "count":
+        _explained(mq, args)
+        return
     read = mq.run(groups(args.queue, limit=args.limit))
     if read.problem:
         raise EmqError(read.problem)
@@ -379,6 +383,27 @@ def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
         return
     print(f"emq: {read.failed} failed jobs, {read.grouped} in the {len(read.groups)} largest of {read.group_count} "
           "groups", file=sys.stderr)
+
+
+def _explained(mq: EchoMQ, args: argparse.Namespace) -> None:
+    """The groups with what explains them (queues.failure_explain), one line each and a line per finding."""
+    read = explain_failures(mq, args.queue, release=args.release or "", host=args.host or "", sort=args.sort)
+    if read.problem:
+        raise EmqError(read.problem)
+    for found in read.groups:
+        if args.json:
+            _out(found.as_dict())
+            continue
+        group = found.group
+        new = f"\tnew since release {_shown(found.new_since)}" if found.new_since else ""
+        print(f"{group.id}\t{group.count}\t{_shown(group.signature)}\tfirst {iso_time(group.first_ms)}\tlast "
+              f"{iso_time(group.last_ms)}\tlast hour {found.last_hour}\thour before {found.hour_before}{new}")
+        print(f"  releases {', '.join(_shown(r) for r in found.releases_ever) or '(not recorded)'}; of "
+              f"{found.sampled} sampled: " + ", ".join(f"{_shown(r)} {n}" for r, n in found.releases)
+              + "; hosts " + ", ".join(f"{_shown(h)} {n}" for h, n in found.hosts))
+        for share in found.fields:
+            print(f"  {_shown(share.describe())}")
+    print(f"emq: {read.failed} failed jobs; read from {read.bounds()}", file=sys.stderr)
 
 
 def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -561,6 +586,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50, help="how many groups (at most 200)")
     p.add_argument("--group-ungrouped", action="store_true",
                    help="first put failed jobs that are in no group (failed before groups were kept) into theirs")
+    p.add_argument("--explain", action="store_true", help="with each group's rate, releases, hosts and the payload "
+                                                          "field values over-represented in it (bounded samples)")
+    p.add_argument("--release", help="only groups whose attempts ran on this release ('-': release unknown)")
+    p.add_argument("--host", help="only groups with sampled jobs on this host")
+    p.add_argument("--sort", choices=["count", "new"], default="count",
+                   help="new: the groups that began after the newest deploy mark first")
     p.add_argument("--json", action="store_true")
     p = command("bulk", cmd_bulk, "retry, cancel, delete or promote every job a search finds")
     p.add_argument("move", choices=sorted(MATCH_MOVES))

@@ -57,8 +57,9 @@ class DeployMarks:
     marks: list[DeployMark]
 
 
-def deploy_marks(*, since_ms: int, until_ms: int, limit: int = 200) -> Call[DeployMarks]:
-    """The marks from ``since_ms`` to ``until_ms``, oldest first, at most ``limit`` (1..1000)."""
+def deploy_marks(*, since_ms: int, until_ms: int, limit: int = 200, newest: bool = False) -> Call[DeployMarks]:
+    """The marks from ``since_ms`` to ``until_ms``, oldest first, at most ``limit`` (1..1000); ``newest``: the
+    newest ``limit`` of them, newest first."""
     since, until = _int(since_ms, "since_ms", 0, MAX_INT - 1), _int(until_ms, "until_ms", 0, MAX_INT - 1)
     limit = _int(limit, "limit", 1, 1000)
 
@@ -67,4 +68,4 @@ def deploy_marks(*, since_ms: int, until_ms: int, limit: int = 200) -> Call[Depl
         return DeployMarks(int(reply[0]), [DeployMark(int(float(_text(flat[i]))), _text(flat[i + 1]))
                                            for i in range(0, len(flat) - 1, 2)])
 
-    return Call("deploy_marks", [DEPLOYS_KEY], [since, until, limit], parse)
+    return Call("deploy_marks", [DEPLOYS_KEY], [since, until, limit, "desc" if newest else "asc"], parse)

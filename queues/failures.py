@@ -36,6 +36,9 @@ class FailureGroup:
     last_ms: int | None
     sample_id: str
     sample_error: str
+    # The releases its jobs' failing attempts ran on, as the moves keep them: numbers in the queue's
+    # releases hash and '-' for release unknown, in the order first seen (grouping.lua).
+    release_numbers: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.id, "count": self.count, "signature": self.signature, "first_ms": self.first_ms,
@@ -75,8 +78,8 @@ def groups(queue: str, *, limit: int = GROUPS_SHOWN, group: str | None = None) -
         _, now, failed, count, *flat = reply
         found = [FailureGroup(_text(flat[i]), score_int(flat[i + 1]),
                               _bytes_text(flat[i + 2]), _ms(flat[i + 3]), _ms(flat[i + 4]), _text(flat[i + 5]),
-                              _bytes_text(flat[i + 6]))
-                 for i in range(0, len(flat), 7)]
+                              _bytes_text(flat[i + 6]), _release_numbers(flat[i + 7]))
+                 for i in range(0, len(flat), 8)]
         return FailureGroups(keys.queue, int(now), int(failed), int(count), found)
 
     return Call("groups", keys.script_keys(None), [limit, only], parse)
@@ -113,6 +116,10 @@ def group_failed(queue: str, *, start: int = 0, limit: int = 500) -> Call[Groupi
         return GroupingStep(int(grouped), int(looked), int(next_start), bool(int(more)))
 
     return Call("group_failed", keys.script_keys(None), args, parse)
+
+
+def _release_numbers(value: Any) -> tuple[str, ...]:
+    return tuple(t for t in _text(value).split(" ") if t == "-" or (t.isascii() and t.isdigit()))
 
 
 def _bytes_text(value: Any) -> str:

@@ -43,7 +43,7 @@ MOVES: Final = tuple(dict.fromkeys((
 )))
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram",
-                   "schedules")
+                   "schedules", "failure_sample")
 # Latency objectives, in one key outside every queue's slot (see queues/slo.py).
 SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 # Deploy marks, in one key outside every queue's slot (see queues/deploys.py).

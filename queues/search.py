@@ -249,6 +249,9 @@ FILTERS: Final[tuple[SearchFilter, ...]] = (
                  "error"),
     SearchFilter("worker", "worker contains", "text the worker's name contains", "worker"),
     SearchFilter("group", "failure group is", "a failure group (as emq failures prints it)", "group", "group"),
+    SearchFilter("release", "newest attempt's release is",
+                 "the release the newest attempt's worker registered ('-': release unknown)", "release"),
+    SearchFilter("host", "newest attempt's host is", "the host the newest attempt ran on (exactly)", "host"),
     SearchFilter("enqueued_after", "enqueued after", "epoch ms, ISO time (UTC unless it says) or an age like 2h",
                  "created_min", "moment"),
     SearchFilter("enqueued_before", "enqueued before", "as --enqueued-after", "created_max", "moment"),
@@ -270,6 +273,8 @@ class Query:
     error: str = ""
     worker: str = ""
     group: str = ""
+    release: str = ""
+    host: str = ""
     enqueued_after_ms: int | None = None
     enqueued_before_ms: int | None = None
     finished_after_ms: int | None = None
@@ -319,6 +324,10 @@ class Query:
             for text in (self.field.value, *(p for p in self.field.path if isinstance(p, str))):
                 if len(_raw(text)) > MAX_NEEDLE:
                     raise InvalidInput(f"a field filter's keys and value are at most {MAX_NEEDLE} bytes each")
+        if self.release:
+            _plain_text(self.release, "release", limit=64)
+        if self.host:
+            _plain_text(self.host, "host")
         if self.group:
             validate_group(self.group)
             if self.state != "failed":

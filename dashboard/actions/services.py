@@ -7,18 +7,21 @@ at once (one script); bulk actions are checked here and handed to the runner.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
+from dashboard.search.budget import SLOTS, console_limits, process_pacer
 from dashboard.services import emq
 from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
 from queues.deploys import deploy_mark
+from queues.failures import groups
 from queues.keys import ABSENT_STATE, job_id_token
 from queues.operator_moves import JOB_MOVE_NAMES
-from queues.search import Query
+from queues.search import Limits, Query, Search
 from queues.visible import visible
 
 from . import access, runner
@@ -146,6 +149,28 @@ def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected])
     steps = selection_steps(emq(), move, queue, selected, actor=actor_for(user))
     jobs = [{"id": s.id, "state": s.state, "attempts": s.attempts} for s in selected]
     return _start(user, move, queue, AuditEntry.Scope.SELECTION, jobs, {}, steps)
+
+
+SEARCH_COUNT_S = 5.0
+
+
+def search_count(*, user: Any, queue: str, query: Query) -> tuple[int, str]:
+    """How many jobs of ``queue`` the query matches now, and how that was found (the confirmation says it): a
+    failure group alone is read (the moves keep its count); anything else is counted, at most
+    :data:`SEARCH_COUNT_S` of searching, within the user's and the process's search slots."""
+    if query.group and replace(query, group="").is_empty:
+        read = emq().run(groups(queue, group=query.group))
+        if not read.groups:
+            return 0, "in this failure group"
+        return read.groups[0].count, f"in the failure group “{read.groups[0].signature}”"
+    engine = Search(query, [queue], console_limits(Limits(max_queues=1, max_matches=None, seconds=SEARCH_COUNT_S,
+                                                          detail=0)), pacer=process_pacer())
+    with SLOTS.held(user.pk):
+        for _ in engine.steps(emq()):
+            pass
+    if engine.stopped:
+        return engine.matched, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
+    return engine.matched, "matching now"
 
 
 def search_act(*, user: Any, move: str, queue: str, query: Query, at_most: int) -> AuditEntry:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from functools import wraps
-from typing import Any, Final
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.views import redirect_to_login
@@ -32,7 +31,6 @@ from dashboard.search.requests import (
 from dashboard.services import emq
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
-from queues.failures import groups
 from queues.keys import job_id_token, parse_job_id_token
 from queues.search import Limits, Search, check_match_move
 
@@ -306,29 +304,12 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "dashboard/actions/audit_log.html", context)
 
 
-SEARCH_COUNT_S: Final = 5.0
-
-
 def _search_count(request: HtmxHttpRequest, search: SearchRequest) -> tuple[int, str]:
     """How many jobs the search matches: as the finished search signed it, or counted now (bounded in time)."""
     signed = count_from_token(request.POST.get("counted", ""), search, user_id=request.user.pk)
     if signed is not None:
         return signed, "the search found"
-    if search.query.group and replace(search.query, group="").is_empty:
-        # A group alone: the moves keep its count, so it is read, not counted.
-        read = emq().run(groups(search.queue, group=search.query.group))
-        if not read.groups:
-            return 0, "in this failure group"
-        return read.groups[0].count, f"in the failure group “{read.groups[0].signature}”"
-    engine = Search(search.query, [search.queue], console_limits(Limits(max_queues=1, max_matches=None,
-                                                                        seconds=SEARCH_COUNT_S, detail=0)),
-                    pacer=process_pacer())
-    with SLOTS.held(request.user.pk):
-        for _ in engine.steps(emq()):
-            pass
-    if engine.stopped:
-        return engine.matched, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
-    return engine.matched, "matching now"
+    return services.search_count(user=request.user, queue=search.queue, query=search.query)
 
 
 @require_POST
@@ -409,14 +390,14 @@ def _search_many_count(request: HtmxHttpRequest, search: SearchRequest, queues: 
     if signed is not None:
         return signed, "the search found"
     engine = Search(search.query, queues, console_limits(Limits(max_queues=len(queues), max_matches=None,
-                                                                seconds=SEARCH_COUNT_S, detail=0)),
+                                                                seconds=services.SEARCH_COUNT_S, detail=0)),
                     pacer=process_pacer())
     with SLOTS.held(request.user.pk):
         for _ in engine.steps(emq()):
             pass
     counts = {p.queue: p.matched for p in engine.progress}
     if engine.stopped:
-        return counts, f"found in {SEARCH_COUNT_S:.0f} s of counting (more may match)"
+        return counts, f"found in {services.SEARCH_COUNT_S:.0f} s of counting (more may match)"
     return counts, "matching now"
 
 

@@ -52,8 +52,10 @@ from dashboard.saved_views.api import router as saved_views_router
 from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
 from queues.deploys import deploy_marks
+from queues.failure_explain import explain_failures
 from queues.keys import validate_state
 from queues.reads import QueueStats
+from queues.search import Query as SearchQuery, check_match_move
 
 from . import schemas as s
 from .errors import api_error_text, api_server_error
@@ -587,6 +589,46 @@ def orders_place(request: HttpRequest) -> HttpResponse:
     every order. 201 admitted, 200 the same order again ("duplicate"), 409 the same client_order_id with other
     values (``differs`` names them), 400 every bad field named, 503 not known whether it was placed (retry)."""
     return place_order_api(request)
+
+
+# Failure groups ----------------------------------------------------------------------------------
+
+@api.get("/failures", response={200: s.FailuresOut, **ERRORS},
+         summary="A queue's failure groups with their releases, hosts, rates and over-represented payload fields")
+def failures_list(request: HttpRequest, q: str = QUEUE,
+                  release: str = Query("", max_length=64, description="Only groups whose attempts ran on this "
+                                                                       "release ('-': release unknown)"),
+                  host: str = Query("", max_length=256, description="Only groups with sampled jobs on this host"),
+                  sort: Literal["count", "new"] = Query("count", description="'new': the groups that began after "
+                                                                              "the newest deploy mark first")) -> Any:
+    """Read in bounded steps (PROTOCOL.md, section 9c): the 50 largest groups, the newest 2000 failed jobs at
+    most, 200 each of done, pending and active as the baseline of all jobs."""
+    _viewer(request)
+    return read(lambda mq: explain_failures(mq, q, release=release.strip(), host=host.strip(), sort=sort)).as_dict()
+
+
+@api.post("/failures/actions", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
+          summary="Retry or delete a failure group's jobs, or only those of a release, a host or a field value")
+def failures_action(request: HttpRequest, body: s.FailureActionIn) -> Any:
+    """Always answers 428 first, stating the slice and how many jobs it matches now, with a confirmation to send
+    back; then the run moves each job only if it is still as found, and at most that many. Follow it at
+    ``/api/runs/{id}``."""
+    data = {"q": body.queue, "move": body.move, "state": "failed", "group": body.group, "release": body.release,
+            "host": body.host, "field": body.field}
+    user = _operator(request, data)
+    check_match_move(body.move, "failed")
+    query = SearchQuery.parse(state="failed", group=body.group, release=body.release.strip(),
+                              host=body.host.strip(), field=body.field)
+    # The count travels signed in the confirmation: the run acts on at most what it stated.
+    proposal = Proposal(body.move, body.queue, AuditEntry.Scope.SEARCH, {"query": query.as_dict(), "via": "api"})
+
+    def preview() -> Preview:
+        count, counted = actions.search_count(user=user, queue=body.queue, query=query)
+        return previews.search_preview(move=body.move, queue=body.queue, query=query, count=count, counted=counted)
+
+    confirmed = _confirmed(request, user, body.confirmation, preview, proposal, data)
+    entry = actions.search_act(user=user, move=body.move, queue=body.queue, query=query, at_most=confirmed.count)
+    return Status(202, audit_entry(entry))
 
 
 # Deploy marks ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field
 
 from exchange.gateway import MARKET_TIMES_IN_FORCE, MAX_BODY_BYTES
 from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
+from queues.search import MATCH_MOVES
 
 # What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
 QUEUE_PATTERN = r"^[^{}:\x00-\x20\x7f]+$"
@@ -243,9 +244,11 @@ CONFIRMATION_HELP = ("The token a 428 answer gave for exactly this action: destr
 if TYPE_CHECKING:
     JobMoveName = str
     BatchMoveName = str
+    MatchMoveName = str
 else:
     JobMoveName = Literal[JOB_MOVE_NAMES]
     BatchMoveName = Literal[tuple(BATCH_MOVES)]
+    MatchMoveName = Literal[tuple(MATCH_MOVES)]
 
 
 class JobActionIn(Schema):
@@ -362,3 +365,75 @@ class DeployMarkOut(Schema):
 class DeployMarksOut(Schema):
     now_ms: int
     marks: list[DeployMarkOut] = Field(description="Oldest first; one per label and minute, kept 90 days")
+
+
+class FieldShareOut(Schema):
+    field: str = Field(description='The field value as a field filter reads it, e.g. tenant="acme"')
+    in_group: int = Field(description="Sampled payloads of the group that hold it")
+    group_payloads: int = Field(description="Payloads of the group sampled")
+    group_share: float
+    all_share: float = Field(description="Its share of all jobs (the sampled done, pending, active and failed "
+                                         "jobs, weighed by how many each state holds)")
+    text: str = Field(description="E.g. '93 % have tenant=\"acme\" against 8 % of all jobs'")
+
+
+class ReleaseCountOut(Schema):
+    release: str = Field(description="A release label, 'release unknown' (a worker that told none) or 'no attempt'")
+    jobs: int
+
+
+class HostCountOut(Schema):
+    host: str = Field(description="A host, or 'host unknown'")
+    jobs: int
+
+
+class ExplainedGroupOut(Schema):
+    group: str
+    count: int
+    signature: str
+    first_ms: int | None
+    last_ms: int | None
+    sample_id: str
+    sample_error: str
+    releases_ever: list[str] = Field(description="Every release its failing attempts ran on, kept by the moves "
+                                                 "(at most 16); 'release unknown' for attempts that recorded none")
+    new_since: str = Field(description="The release it is new since (no attempt of it ran before); '' when none")
+    new_since_mark: bool = Field(description="It began after the newest deploy mark")
+    sampled: int = Field(description="Its jobs among the newest failed jobs sampled")
+    last_hour: int
+    hour_before: int
+    releases: list[ReleaseCountOut] = Field(description="Of its sampled jobs, by the release of the failing attempt")
+    hosts: list[HostCountOut]
+    fields: list[FieldShareOut] = Field(description="Payload field values over-represented in it")
+
+
+class FailuresOut(Schema):
+    queue: str
+    now_ms: int
+    failed: int
+    group_count: int
+    problem: str
+    sampled_failed: int
+    sample_reached_back_ms: int | None
+    sample_whole: bool
+    rate_whole: bool = Field(description="The last two hours' counts are whole (the sample reached past them)")
+    baseline_payloads: int
+    last_mark: DeployMarkOut | None
+    release: str
+    host: str
+    sort: str
+    hidden: int = Field(description="Groups read but left out by the release and host filters")
+    redis_us: int
+    groups: list[ExplainedGroupOut]
+
+
+class FailureActionIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    move: MatchMoveName = Field(description="retry or delete (failed jobs); the others are refused in words")
+    group: str = Field(pattern=r"^[0-9a-f]{12}$", description="The failure group, as GET /api/failures names it")
+    release: str = Field("", max_length=64, description="Only the jobs whose newest attempt ran on this release "
+                                                        "('-': release unknown)")
+    host: str = Field("", max_length=256, description="Only the jobs whose newest attempt ran on this host")
+    field: str = Field("", max_length=600, description='Only the jobs whose JSON payload has this value, as a field '
+                                                       'filter: tenant="acme"')
+    confirmation: str = Field("", description=CONFIRMATION_HELP)

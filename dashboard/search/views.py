@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard.viewing import viewers_only
 from queues import STATES, InvalidInput, Unavailable, validate_queue_name
-from queues.failures import groups
+from queues.failure_explain import explain_failures
 
 from ..http import HtmxHttpRequest
 from ..services import read
@@ -68,16 +68,22 @@ def search_page(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @viewers_only
 def failures_page(request: HttpRequest) -> HttpResponse:
-    """A queue's failed jobs grouped by cause, largest group first: one bounded read, whatever the failed count."""
+    """A queue's failed jobs grouped by cause, with what explains each group (queues.failure_explain): a fixed
+    number of bounded reads, whatever the failed count. ``release`` and ``host`` keep the groups that ran there,
+    ``sort=new`` puts the groups that began after the newest deploy mark first."""
     name = request.GET.get("q", "")
-    context: dict[str, Any] = {"queue": name, "now_ms": 0}
+    release, host, sort = (request.GET.get(k, "").strip() for k in ("release", "host", "sort"))
+    context: dict[str, Any] = {"queue": name, "now_ms": 0, "release": release, "host": host, "sort": sort or "count"}
     try:
         validate_queue_name(name)
-        read_groups = read(lambda mq: mq.run(groups(name)))
+        if sort not in ("", "count", "new"):
+            raise InvalidInput(f"sort must be count or new, not {sort!r}")
+        explained = read(lambda mq: explain_failures(mq, name, release=release, host=host,
+                                                     sort="new" if sort == "new" else "count"))
     except InvalidInput as error:
         return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
     except Unavailable as error:
         return render(request, "dashboard/search/failures.html",
                       {**context, "redis_down": True, "redis_error": str(error)}, status=503)
-    context.update(read=read_groups, now_ms=read_groups.now_ms)
+    context.update(read=explained, now_ms=explained.now_ms)
     return render(request, "dashboard/search/failures.html", context)

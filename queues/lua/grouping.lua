@@ -75,6 +75,29 @@ local function failure_leave(job_key)
   end
 end
 
+-- The release its newest attempt ran on, as the newest claim entry of the job's history records it
+-- (section 9): the number N of its note `N [HOST]`, '-' for a claim without a note or with a '-' (a
+-- worker that told no release: "release unknown"), nil when the history holds no claim (no attempt).
+local function newest_claim_release(job_key)
+  if redis.call('HSTRLEN', job_key, 'history') > 2 * HISTORY_MAX_BYTES then return nil end
+  local text = redis.call('HGET', job_key, 'history')
+  if not text then return nil end
+  local newest
+  for line in string.gmatch(text, '[^\n]+') do
+    if string.byte(line, 1) == 99 then newest = line end
+  end
+  if not newest then return nil end
+  local note = string.match(newest, '^[^\t]*\t[^\t]*\t([^\t]*)')
+  local number = note and string.match(note, '^(%d+)')
+  return number or '-'
+end
+
+-- A group's `rels`: the releases its jobs' failing attempts ran on, as tokens separated by one space
+-- in the order first seen (N, or '-' for release unknown), at most RELS_MAX of them (later ones are
+-- not kept). It is never lowered as jobs leave: "no attempt of it before release R" holds of every
+-- failure the group has seen since its `first`.
+local RELS_MAX = 16
+
 -- The job (its hash checked) has gone to failed with `plan.message` at `ts`
 -- (now, for a move; its failure time, for group_failed): the group's first
 -- and last seen stay the earliest and the latest, its sample the latest.
@@ -83,10 +106,22 @@ local function failure_enter(job_key, id, plan, ts)
   failure_leave(job_key)
   local key = PREFIX .. 'failure:' .. plan.group
   redis.call('ZINCRBY', PREFIX .. 'failures', 1, plan.group)
-  local seen = redis.call('HMGET', key, 'first', 'last')
+  local seen = redis.call('HMGET', key, 'first', 'last', 'rels')
   local first, last = to_int(seen[1]), to_int(seen[2])
   if first == nil then redis.call('HSET', key, 'sig', plan.sig, 'first', ts) end
   if first ~= nil and ts < first then redis.call('HSET', key, 'first', ts) end
   if last == nil or ts >= last then redis.call('HSET', key, 'last', ts, 'sample', id, 'error', plan.message) end
+  local release = newest_claim_release(job_key)
+  if release then
+    local rels = seen[3] or ''
+    local count, present = 0, false
+    for token in string.gmatch(rels, '%S+') do
+      count = count + 1
+      if token == release then present = true end
+    end
+    if not present and count < RELS_MAX then
+      redis.call('HSET', key, 'rels', rels == '' and release or (rels .. ' ' .. release))
+    end
+  end
   redis.call('HSET', job_key, 'fsig', plan.group)
 end

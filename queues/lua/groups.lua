@@ -7,8 +7,10 @@
 -- ARGV: 1 limit (1..200), 2 group id ('' = the largest groups; else that
 --       group only)
 -- Reply: {'OK', now_ms, failed (jobs in the failed set), groups (how many),
---         then per group 7 values: group id, count, signature, first seen ms,
---         last seen ms, sample job id, the sample's error}
+--         then per group 8 values: group id, count, signature, first seen ms,
+--         last seen ms, sample job id, the sample's error, rels (the releases
+--         its failing attempts ran on: numbers and '-', space-separated;
+--         grouping.lua)}
 --        {'REFUSED', 'wrongtype', key, its type}   the index is not a zset
 -- Errors: bad keys or limit.
 local err = check_keys(nil)
@@ -30,9 +32,9 @@ local reply = {'OK', now_ms(), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD',
 for i = 1, #ids, 2 do
   local key = PREFIX .. 'failure:' .. ids[i]
   local f = {}
-  if redis.call('TYPE', key).ok == 'hash' then f = redis.call('HMGET', key, 'sig', 'first', 'last', 'sample', 'error') end
+  if redis.call('TYPE', key).ok == 'hash' then f = redis.call('HMGET', key, 'sig', 'first', 'last', 'sample', 'error', 'rels') end
   reply[#reply + 1] = ids[i]
   reply[#reply + 1] = ids[i + 1]
-  for j = 1, 5 do reply[#reply + 1] = f[j] or '' end
+  for j = 1, 6 do reply[#reply + 1] = f[j] or '' end
 end
 return reply

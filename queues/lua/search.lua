@@ -31,6 +31,13 @@
 --         'worker'      the worker holds the value (plain find): the actor of
 --                       the history's newest claim, else the worker field
 --         'group'       the job is in this failure group (its fsig field)
+--         'release'     the newest attempt ran on this release: the label's
+--                       number in PREFIX .. 'releases' is the newest claim
+--                       entry's note's N (PROTOCOL.md, section 9); '-' for
+--                       release unknown (a claim without one)
+--         'host'        the newest attempt ran on this host (exactly): the
+--                       note's HOST, else the actor's text before its first
+--                       ':' when the claim has a note
 --         'created_min' / 'created_max'   the creation time (the history's
 --                       enqueue entry, else created_at) is >= / <= the value
 --         'json'        the payload is a JSON document (at most 64 KiB;
@@ -92,7 +99,7 @@ local JSON_MAX = 65536
 local NEEDLE_MAX = 256
 local FIND_SLICE = 65536
 local id_prefix, needle, error_text, worker_text, created_min, created_max, json = nil, nil, nil, nil, nil, nil, nil
-local group
+local group, release_label, host_text
 local lean = false
 local resume_from, resume_id = 1, nil
 if (#ARGV - 9) % 2 ~= 0 then return bad_arg('filters come as name, value pairs') end
@@ -108,6 +115,8 @@ for i = 10, #ARGV, 2 do
     if offset == nil or tonumber(offset) < 1 then return bad_arg('resume is OFFSET:ID') end
     resume_from, resume_id = tonumber(offset), job
   elseif name == 'group' then group = value
+  elseif name == 'release' then release_label = value
+  elseif name == 'host' then host_text = value
   elseif name == 'created_min' or name == 'created_max' then
     local n = to_int(value)
     if n == nil then return bad_arg(name .. ' must be an integer') end
@@ -159,6 +168,17 @@ do
       return bad_arg('a payload, error, worker or field text is at most ' .. NEEDLE_MAX .. ' bytes')
     end
   end
+end
+
+if release_label ~= nil and #release_label > 64 then return bad_arg('a release is at most 64 bytes') end
+if host_text ~= nil and #host_text > 256 then return bad_arg('a host is at most 256 bytes') end
+-- The release's number, looked up once: a label no worker registered matches no job.
+local release_token
+if release_label == '-' then
+  release_token = '-'
+elseif release_label ~= nil then
+  local n = redis.pcall('HGET', PREFIX .. 'releases', 'L:' .. release_label)
+  release_token = type(n) == 'string' and n or false
 end
 
 local function bytes_less(a, b)
@@ -244,6 +264,22 @@ local function facts_of(job_key, f)
     f.facts = history_facts(history or '')
   end
   return f.facts
+end
+
+-- The history's newest claim entry (its actor and its note, `err`, as written), or nil when it holds none.
+local function newest_claim(job_key, f)
+  if f.claim == nil then
+    local history = f.history
+    if not history and redis.call('HSTRLEN', job_key, 'history') <= MAX_HISTORY then
+      history = redis.call('HGET', job_key, 'history')
+    end
+    local entries = history and history ~= '' and parse_history(history) or {}
+    f.claim = false
+    for i = #entries, 1, -1 do
+      if entries[i].code == 'c' then f.claim = entries[i]; break end
+    end
+  end
+  return f.claim or nil
 end
 
 -- A match's payload head: a long payload's preview field when it has one (not the payload itself).
@@ -362,6 +398,19 @@ while looked < max_looked and matched < max_matches do
     if ok and worker_text ~= nil then
       local worker = facts_of(job_key, f).worker or f.worker
       ok = worker and string.find(worker, worker_text, 1, true) ~= nil
+    end
+    if ok and (release_token ~= nil or host_text ~= nil) then
+      local claim = newest_claim(job_key, f)
+      local note = claim and claim.err or ''
+      if release_token ~= nil then
+        ok = claim ~= nil and (string.match(note, '^(%d+)') or '-') == release_token
+      end
+      if ok and host_text ~= nil then
+        local host = string.match(note, '^%S+ (.+)$')
+        if host then host = unescape_field(host)
+        elseif note ~= '' then host = string.match(unescape_field(claim.actor), '^([^:]+):') end
+        ok = host == host_text
+      end
     end
     if ok and (created_min ~= nil or created_max ~= nil) then
       local created = to_int(facts_of(job_key, f).created_at or f.created_at)

@@ -246,7 +246,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "slos": [],
         "deploy_mark": [st.sampled_from(["v1.5.0", "", "a" * 65, "v\n1"]),
                         st.one_of(st.sampled_from(["", "1796000000000"]), numbers)],
-        "deploy_marks": [numbers, numbers, limit],
+        "deploy_marks": [numbers, numbers, limit, st.sampled_from(["asc", "desc", "x"])],
+        "failure_sample": [states, numbers, limit, numbers, numbers, limit, st.sampled_from(["1", "x", ""])],
         "schedule_set": [schedule_name, st.sampled_from(["add", "update", "x"]), st.sampled_from(["", "1", "2", "x"]),
                          st.sampled_from(["", "*/5 * * * *", "61 * * * * *", "* * *"]),
                          st.sampled_from(["", "UTC", "Europe/Berlin", "a b"]), st.one_of(st.sampled_from(["1000", ""]), numbers),
@@ -290,7 +291,7 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
     picks = name in ("claim", "enqueue_many", "complete_many", "finish_claim", "recover_expired", "retry_failed",
                      "purge", "stats", "page", "clock", "check", "count_older", "states", "pause", "resume", "counts", "workers",
                      "register_worker", "unregister_worker", "search", "groups", "signature", "series", "histogram",
-                     "group_failed", "note_refusal", "why_queue", "remove_key")
+                     "group_failed", "note_refusal", "why_queue", "remove_key", "failure_sample")
     if name == "exchange:admit_order":
         return keys + [KEYS.prefix + "job:" + str(argv[2]), KEYS.prefix + "client_ids"]
     if name.startswith("lease_index_"):

@@ -1,0 +1,118 @@
+"""Bisecting a bad deploy in Chromium: two releases of a real ``emq worker`` over one queue, the second failing
+every job of one tenant with a new exception. The failures page names the new group as new since the second
+release, shows the tenant as over-represented in it, and retrying "this group, release 2 only" retries exactly
+those jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import cast
+
+from playwright.sync_api import Page, expect
+
+from queues import EchoMQ
+from queues.failures import groups
+from tests.support.browser import ROOT, Console
+
+QUEUE = "browser-releases"
+HANDLER = '''
+import json
+import os
+
+
+def handle(job):
+    # Release 2 reads a field that tenant acme's jobs do not carry.
+    if os.environ["EMQ_RELEASE"] == "v2" and json.loads(job.payload)["tenant"] == "acme":
+        raise KeyError("plan")
+'''
+
+
+def start_release(url: str, release: str, folder: Path) -> subprocess.Popen[bytes]:
+    (folder / "release_handlers.py").write_text(HANDLER)
+    env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}", "EMQ_RELEASE": release}
+    return subprocess.Popen([sys.executable, "-m", "queues", "--url", url, "worker", QUEUE, "--handler",
+                             "release_handlers:handle", "--concurrency", "2"],
+                            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_release(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(60)
+
+
+def enqueue_batch(mq: EchoMQ, prefix: str) -> set[str]:
+    """Twenty jobs, every fifth of tenant acme; returns acme's ids."""
+    acme = set()
+    for i in range(20):
+        tenant = "acme" if i % 5 == 0 else f"tenant-{i}"
+        mq.enqueue(QUEUE, json.dumps({"tenant": tenant, "order": {"n": i}}), job_id=f"{prefix}-{i}", max_attempts=1)
+        if tenant == "acme":
+            acme.add(f"{prefix}-{i}")
+    return acme
+
+
+def wait_finished(mq: EchoMQ, total: int) -> None:
+    """Until the workers have finished ``total`` jobs (done or failed): they run apart from this process."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        counts = mq.stats(QUEUE).counts
+        if counts["done"] + counts["failed"] >= total:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the workers did not finish {total} jobs: {mq.stats(QUEUE).counts}")
+
+
+def test_the_failures_page_names_the_release_and_the_field_behind_a_new_group_and_retries_that_slice(
+        operator_page: Page, console: Console) -> None:
+    mq = EchoMQ.from_url(console.redis.url, actor="browser-test")
+    folder = Path(tempfile.mkdtemp(prefix="emq-releases-"))
+    first = start_release(console.redis.url, "v1", folder)
+    try:
+        enqueue_batch(mq, "one")
+        wait_finished(mq, 20)
+    finally:
+        stop_release(first)
+    second = start_release(console.redis.url, "v2", folder)
+    try:
+        broken = enqueue_batch(mq, "two")
+        wait_finished(mq, 40)
+    finally:
+        stop_release(second)
+    [group] = mq.run(groups(QUEUE)).groups
+    assert group.count == len(broken) == 4 and group.first_ms is not None
+
+    page = operator_page
+    page.goto(console.url + f"failures/?q={QUEUE}")
+    shown = page.locator(".failure-group").first
+    expect(shown.locator(".new-since")).to_have_text("new since release v2")
+    assert mq.server_time_ms(QUEUE) <= group.first_ms + 60_000  # named within 60 s of the first such failure
+    share = shown.locator(".field-share", has_text='tenant="acme"')
+    expect(share).to_contain_text('100 % have tenant="acme" against 20 % of all jobs')
+    assert float(share.get_attribute("data-share") or 0) >= 0.9
+    assert float(share.get_attribute("data-all-share") or 1) < 0.9
+    expect(shown.locator(".group-hosts")).to_be_visible()
+
+    shown.locator("summary", has_text="Act on a slice").click()
+    form = shown.locator(".group-slice-form")
+    form.locator("select[name=release]").select_option("v2")
+    form.locator("button[value=retry]").click()
+
+    dialog = page.locator("dialog.confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator(".confirm-question")).to_contain_text("Retry the 4 jobs matching now: failed jobs whose "
+                                                                f"failure group is {group.id} and newest attempt's "
+                                                                "release is 'v2'")
+    assert mq.stats(QUEUE).counts["failed"] == 4  # nothing moved before the confirmation
+    dialog.locator("button.danger").click()
+    expect(page.locator(".run-progress .tally")).to_contain_text("4 moved, 0 skipped", timeout=15_000)
+    pending = {m.decode() for m in cast(list[bytes], mq.redis.zrange(f"emq:{{{QUEUE}}}:pending", 0, -1))}
+    assert pending == broken
+    assert mq.stats(QUEUE).counts == {"pending": 4, "active": 0, "done": 36, "failed": 0}
+    mq.close()

@@ -193,21 +193,17 @@ def test_emq_failures_explain_prints_the_same(redis_url: str, mq: EchoMQ, capsys
     assert "  releases v1.0, v2.0; of 9 sampled: " in out  # the timeout group ran on both
 
 
-def test_a_typical_job_stays_a_listpack_with_its_attempts_releases_recorded_failed_or_retried(
+def test_a_job_failed_for_good_by_a_registered_worker_stays_a_listpack_and_its_group_keeps_the_release(
         redis_url: str, mq: EchoMQ) -> None:
-    """Claimed by a registered worker, failed once and completed; and one failed for good into its group."""
+    """The release is kept on the group's hash (rels), not on the job's."""
     worker = worker_of(redis_url, "host-1:12345", "v1.4.2-3-gabc1234")
     producer = EchoMQ.from_url(redis_url, actor="api-1:4242")
-    producer.enqueue("q", '{"to": "user1@example.com"}', job_id="retried")
     producer.enqueue("q", '{"to": "user2@example.com"}', job_id="failed", max_attempts=1)
-    for job in worker.claim("q", count=2):
-        worker.run(moves.fail("q", job.id, job.token, error="timeout after 3012 ms", backoff_ms=0))
     [job] = worker.claim("q")
-    worker.complete("q", job.id, job.token)
+    worker.run(moves.fail("q", job.id, job.token, error="timeout after 3012 ms", backoff_ms=0, actor="host-1:12345"))
     producer.close()
     worker.close()
 
     keys = QueueKeys("q")
-    assert mq.redis.object("encoding", keys.job("retried")) == b"listpack"
     assert mq.redis.object("encoding", keys.job("failed")) == b"listpack"
     assert mq.redis.hget(keys.prefix + "failure:" + mq.run(groups("q")).groups[0].id, "rels") == b"1"

@@ -12,8 +12,8 @@ from queues import EchoMQ, InvalidInput
 from queues.cli import main
 from queues.failures import groups
 from queues.search import Limits, Query, Search
-from tests.queues.test_failure_explain import run_one, worker_of
 from tests.support.keyspace import keyspace_dump
+from tests.support.releases import run_one, worker_of
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from dashboard.asgi_limits import BodyLimit, LoopbackOnlyWhileDebug, WebsocketOr
 from dashboard.client_address import TrustedProxyClient  # noqa: E402
 from dashboard.daphne_requests import bound_daphne_requests  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.scheduler import scheduler_start, scheduler_stop  # noqa: E402
 from dashboard.socket_caps import SocketCaps, UserSocketCaps  # noqa: E402
 from dashboard.sweeper import sweeper_start, sweeper_stop  # noqa: E402
 
@@ -43,3 +44,6 @@ if sweeper_start() is not None:
 # The same for the alert rules: one process evaluates them at a time (dashboard.alerts.runner).
 if alerts_start() is not None:
     atexit.register(alerts_stop)
+# Every server process also offers to run the schedules' ticks; the scheduler lock lets one at a time.
+if scheduler_start() is not None:
+    atexit.register(scheduler_stop)

@@ -314,6 +314,9 @@ EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = os.environ.get("EMAIL_USE_TLS", "") == "1"
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "echomq-console@localhost")
+# The schedules' ticks (recurring jobs): each daphne process offers to run them every
+# EMQ_SCHEDULER_INTERVAL_S seconds (0: never), under the lock emq:lock:scheduler (one process at a time).
+EMQ_SCHEDULER_INTERVAL_S = float(os.environ.get("EMQ_SCHEDULER_INTERVAL_S", "1"))
 EMQ_LOCK_URLS = [u.strip() for u in os.environ.get("EMQ_LOCK_URLS", "").split(",") if u.strip()]
 # The sweeping process also finds queues no runtime registered: EMQ_DISCOVERY_SCANS_PER_S SCAN calls a
 # second (0: never), each of EMQ_DISCOVERY_SCAN_COUNT keys (PROTOCOL.md, "The registry").

@@ -29,6 +29,8 @@ urlpatterns = [
     path("", include("dashboard.alerts.urls")),
     # Operator actions and the audit log.
     path("", include("dashboard.actions.urls")),
+    # Schedules (recurring jobs): the page and its presses.
+    path("", include("dashboard.schedules.urls")),
     # The cluster page and the sweeper lock.
     path("", include("dashboard.cluster.urls")),
     # Probes and Prometheus metrics (no login: /metrics checks a token or the address itself).

@@ -16,3 +16,5 @@ EMQ_SWEEPER_INTERVAL_S = 0.0
 # Tests drive alert rounds themselves (dashboard.alerts.evaluator.evaluate_round), or start an evaluator.
 EMQ_ALERTS_INTERVAL_S = 0.0
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# No console process runs the schedules' ticks (tests drive them with queues.scheduler themselves).
+EMQ_SCHEDULER_INTERVAL_S = 0.0

@@ -72,6 +72,12 @@ class AuditEntry(models.Model):
         ALERT_DELIVER = "alert_deliver", "deliver an alert"
         ALERT_SILENCE = "alert_silence", "silence alerts"
         ALERT_UNSILENCE = "alert_unsilence", "end a silence"
+        SCHEDULE_ADD = "schedule_add", "add a schedule"
+        SCHEDULE_EDIT = "schedule_edit", "edit a schedule"
+        SCHEDULE_PAUSE = "schedule_pause", "pause a schedule"
+        SCHEDULE_RESUME = "schedule_resume", "resume a schedule"
+        SCHEDULE_RUN = "schedule_run", "run a schedule now"
+        SCHEDULE_DELETE = "schedule_delete", "delete a schedule"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, Final, Literal
@@ -49,15 +50,17 @@ from dashboard.presenters import Window
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.saved_views.api import router as saved_views_router
+from dashboard.schedules import services as schedule_services
 from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
 from queues.deploys import deploy_marks
 from queues.failure_explain import explain_failures
 from queues.keys import validate_state
 from queues.reads import QueueStats
+from queues.schedules import Definition, schedule_statuses
 from queues.search import Query as SearchQuery, check_match_move
 
-from . import schemas as s
+from . import schedule_schemas as ss, schemas as s
 from .errors import api_error_text, api_server_error
 from .present import audit_entry, audit_summary, job_out, page_out, queue_out
 
@@ -651,3 +654,72 @@ def deploys_mark(request: HttpRequest, body: s.DeployMarkIn) -> Any:
     if entry.outcome == AuditEntry.Outcome.ERROR:
         raise Unavailable(entry.result)
     return Status(201 if entry.outcome == AuditEntry.Outcome.MOVED else 200, audit_entry(entry))
+
+
+# Schedules (recurring jobs) -------------------------------------------------------------------------
+
+def _schedule_out(found: Any, now_ms: int) -> dict[str, Any]:
+    return {**found.as_dict(), "overdue_ms": found.overdue_ms(now_ms)}
+
+
+@api.get("/schedules", response={200: ss.ScheduleListOut, **ERRORS},
+         summary="Every schedule (of one queue, or of every queue), next tick first, a page at a time")
+def schedules_list(request: HttpRequest, queue: str = Query("", pattern=r"^([^{}:\x00-\x20\x7f]+)?$", max_length=128),
+                   limit: int = Query(50, ge=1, le=100), after_queue: str = "",
+                   after_score: int = Query(-1, ge=-1, le=99_999_999_999_999), after_name: str = "") -> Any:
+    """Each with its next and last tick, its last job's outcome and its last 20 jobs' outcomes."""
+    _viewer(request)
+    after = (validate_queue_name(after_queue), after_score, after_name) if after_queue else None
+    found = read(lambda mq: schedule_statuses(mq, queue=queue or None, limit=limit, after=after))
+    return {"now_ms": found.now_ms, "schedules": [_schedule_out(s, found.now_ms) for s in found.schedules],
+            "next": {"queue": found.after[0], "score": found.after[1], "name": found.after[2]} if found.after else None,
+            "unreadable": found.unreadable}
+
+
+def _definition(body: ss.DefinitionIn, paused: bool = False) -> Definition:
+    return Definition.of(cron=body.cron or None, tz=body.tz if body.cron else None,
+                         every_ms=None if body.cron else body.every_ms, payload=body.payload,
+                         max_attempts=body.max_attempts, missed=body.missed, paused=paused)
+
+
+@api.post("/schedules", response={201: s.AuditEntryOut, 409: s.AuditEntryOut, **ERRORS},
+          summary="Add a schedule (a cron in a time zone, or an interval); audited")
+def schedules_add(request: HttpRequest, body: ss.ScheduleIn) -> Any:
+    """201 added, 409 the queue has a schedule of that name already (nothing changed)."""
+    user = _operator(request, {"q": body.queue, "action": "schedule_add"})
+    entry = schedule_services.schedule_add_act(user=user, queue=body.queue, name=body.name,
+                                               definition=_definition(body, body.paused))
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(201 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
+
+
+@api.post("/schedules/{queue}/{name}/actions",
+          response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut, 428: ss.ScheduleConfirmationOut, **ERRORS},
+          summary="Pause, resume, run now, edit or delete a schedule, as the page's buttons do, once confirmed")
+def schedule_act(request: HttpRequest, body: ss.ScheduleActionIn,
+                 queue: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128),
+                 name: str = Path(..., pattern=ss.SCHEDULE_NAME_PATTERN, max_length=64)) -> Any:
+    """Answers 428 first with what it does now and a confirmation to send back (with the same body); 409 when the
+    schedule changed since ``version`` (nothing changed)."""
+    action = f"schedule_{body.action}"
+    data = {"q": queue, "action": action}
+    user = _operator(request, data)
+    if body.action == "edit" and body.definition is None:
+        raise InvalidInput("an edit needs the new definition")
+    stamp = body.stamp if body.stamp is not None else int(time.time() * 1000)
+    press = schedule_services.SchedulePress(
+        action, validate_queue_name(queue), name, body.version,
+        _definition(body.definition) if body.action == "edit" and body.definition is not None else None,
+        stamp if body.action == "run" else None)
+    if not body.confirmation and body.action == "run":
+        asked = schedule_services.schedule_preview(press)
+        answer = _ask(user, asked, press.proposal)
+        answer.body["stamp"] = stamp
+        raise answer
+    _confirmed(request, user, body.confirmation, lambda: schedule_services.schedule_preview(press), press.proposal,
+               data)
+    entry = schedule_services.schedule_act(user=user, press=press)
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(200 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))

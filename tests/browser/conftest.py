@@ -40,7 +40,7 @@ def console() -> Iterator[Console]:
            "EMQ_REDIS_URL": redis.url, "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}", "DEBUG": "0",
            "PYTHONPATH": str(ROOT), "EMQ_CONSOLE_WORKDIR": str(workdir),
            # Tests prove "nothing changed" by the keyspace: no sweeper may recover a lapsed lease meanwhile.
-           "EMQ_SWEEPER_INTERVAL_S": "0", "EMQ_ALERTS_INTERVAL_S": "0",
+           "EMQ_SWEEPER_INTERVAL_S": "0", "EMQ_ALERTS_INTERVAL_S": "0", "EMQ_SCHEDULER_INTERVAL_S": "0",
            # Idle keep-alive connections are closed after 2 s: every live page must outlive that.
            "EMQ_IDLE_TIMEOUT_S": "2"}
     manage = [sys.executable, str(ROOT / "manage.py")]

@@ -127,6 +127,11 @@ VIEWS: dict[str, Entry] = {
     # A deploy mark is every queue's; a grant does not narrow it.
     "actions/deploy/": action("/actions/deploy/", {"q": "{q}", "label": "v1.5.0"}, post=(302, 403, 200, 403, 200, 403)),
     "workers/": page("/workers/"),
+    "schedules/": page("/schedules/"),
+    # The edit form is an operator's (404: the persona's queue has no such schedule).
+    "schedules/edit/": page("/schedules/edit/", "q={q}&name=nightly", get=(302, 403, 404, 403, 404, 403)),
+    "schedules/act/": action("/schedules/act/", {"q": "{q}", "name": "nightly", "version": "1",
+                                                "action": "schedule_pause"}),
     "failures/": page("/failures/", "q={q}"),
     "actions/search/": action("/actions/search/", {"q": "{q}", "move": "retry", "state": "failed", "id_prefix": "a"}),
     # The JSON API: a session (CSRF-checked) or a token; anonymous callers get 401, not a login page.
@@ -192,6 +197,10 @@ VIEWS: dict[str, Entry] = {
     "api/silences": Entry("/api/silences", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 403, 403, 403, 201, 403)},
                           json_body={"duration": "2h"}),
     "api/silences/<silence_id>": Entry("/api/silences/999999", {"DELETE": (401, 404, 404, 404, 404, 403)}),
+    "api/schedules": Entry("/api/schedules", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 403, 201, 403, 201, 403)},
+                           json_body={"queue": "{q}", "name": "nightly", "every_ms": 60000, "payload": "x"}),
+    "api/schedules/<queue>/<name>/actions": Entry("/api/schedules/{q}/nightly/actions", {"POST": API_ASK},
+                                                  json_body={"action": "pause", "version": 1}),
     "admin/login/": Entry("/admin/login/", {"GET": every(200), "HEAD": every(200), "POST": every(200), "PUT": every(200),
                                             "OPTIONS": every(200)}, form={"username": "nobody", "password": ""}),
     "admin/logout/": Entry("/admin/logout/", {}, other=every(302)),

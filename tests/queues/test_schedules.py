@@ -319,3 +319,23 @@ def test_emq_schedule_add_list_pause_resume_run_delete(redis_url: str, mq: EchoM
     assert emq("schedule", "delete", "mail", "beat")[0] == 0
     assert emq("schedule", "delete", "mail", "beat")[0] != 0
     assert [s.name for s in schedule_statuses(mq).schedules] == ["nightly"]
+
+
+def test_two_schedulers_with_the_lock_tick_in_one_place_and_the_other_takes_over_when_it_stops(
+        redis_url: str, mq: EchoMQ) -> None:
+    from queues.scheduler import Scheduler, scheduler_lock
+    add_schedule(mq, "mail", "s", every_second(), now_ms=past(mq))
+    first = get_schedule(mq, "mail", "s").next_ms
+    assert first is not None
+    one = Scheduler(EchoMQ.from_url(redis_url), scheduler_lock(url=redis_url, lock_urls=[], holder="one"))
+    two = Scheduler(EchoMQ.from_url(redis_url), scheduler_lock(url=redis_url, lock_urls=[], holder="two"))
+
+    held = one.run_once(now_ms=first)
+    refused = two.run_once(now_ms=first + SECOND)
+    one.lock.release()
+    taken = two.run_once(now_ms=first + SECOND)
+
+    assert held is not None and held.enqueued == [f"s:{first}"]
+    assert refused is None
+    assert taken is not None and taken.enqueued == [f"s:{first + SECOND}"]
+    assert jobs_of(mq, "mail", "s") == [str(first), str(first + SECOND)]

@@ -13,7 +13,8 @@ from queues.search import FILTERS, Query, SearchFilter
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPED = {"id_prefix": "ord-", "payload": "ACME", "field": "user.id=42", "error": "Timeout", "worker": "host-1",
-         "group": "0123456789ab", "enqueued_after": "1000", "enqueued_before": "2000", "finished_after": "3000",
+         "group": "0123456789ab", "release": "v1.5.0", "host": "host-1", "enqueued_after": "1000",
+         "enqueued_before": "2000", "finished_after": "3000",
          "finished_before": "4000"}
 
 

@@ -21,7 +21,10 @@ ahead of its running handlers, so that a finished handler starts its next job
 without waiting for a round trip. A prefetched job is leased from its claim:
 the heartbeat extends it like any other, a refused extend drops it before it
 starts, and a stop hands it back at once. With the default no job waits: a
-handler starts as soon as its job is claimed. A heartbeat extends every held
+handler starts as soon as its job is claimed; but a lone async handler (the
+default ``concurrency=1``) claims its next job as it starts one, so that the
+round trip travels while it works (:mod:`.one_task`): that job is leased,
+heartbeated and handed back on a stop like a prefetched one. A heartbeat extends every held
 lease each ``lease_ms / 3``; a job whose extend is refused is lost (an operator
 cancelled it, or it lapsed and was recovered): its result is never reported and
 an async handler is cancelled. The same heartbeat sweeps lapsed leases of dead

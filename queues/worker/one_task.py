@@ -1,12 +1,21 @@
-"""The one-task engine: one async handler without prefetch, each job's round trip and handler in one task.
+"""The one-task engine: one async handler without prefetch, its round trips overlapped with its work.
 
 With one handler and no prefetch the rounds of the pipelined engine cannot
 overlap (the next claim waits for the handler), and each job there costs the
-loop several wake-ups: the handler's task, the exchange, the round's task. Here
-one task reports the last outcome and claims the next job (one ``finish_claim``
-per job), awaits the handler on a task of its own (so that a lost lease cancels
-the handler alone), and goes round again. The heartbeat, a lost lease and the
-hand-back stay as they are and see the job in the same
+loop several wake-ups: the handler's task, the exchange, the round's task.
+Here one task runs the handler and keeps one round trip in flight beside it:
+as it starts a job it sends the last outcome and claims the next job (one
+``finish_claim`` per job), so that Redis, the wire and the handler work at
+the same time and a finished handler seldom waits a full round trip for its
+next job. The handler runs on a task of its own (so that a lost lease cancels
+the handler alone).
+
+So a lone async handler holds at most two leases: the job it runs and the
+one claimed ahead of it. The job claimed ahead is leased from its claim like
+a prefetched one: the heartbeat extends it, a refused extend drops it before
+it starts, and a stop hands it back at once (``release``) without starting
+it, while the running handler gets its grace period. The heartbeat, a lost
+lease and the hand-back see every job in the same
 :class:`~queues.worker.ledger.Ledger`.
 """
 
@@ -14,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 
 from ..client import AsyncEchoMQ
 from ..errors import Unavailable
 from . import heartbeat
 from .handlers import Handler, error_text
-from .ledger import Held, Ledger
+from .ledger import Held, Ledger, Round
 from .settings import WorkerSettings
 
 log = logging.getLogger("queues.worker")
@@ -32,6 +43,11 @@ class OneTaskEngine:
         self._handler = handler
         self._client = client
         self._wake = asyncio.Event()
+        # The job claimed ahead of the running one (at most one), and the one round trip in flight.
+        self._ahead: deque[Held] = deque()
+        self._in_flight: asyncio.Task[None] | None = None
+        # Monotonic times before which no claim (an idle queue, a refusal) and no report (a resend) goes out.
+        self._next_claim = self._next_report = 0.0
         ledger.on_lost = self._on_lost
 
     def busy(self) -> bool:
@@ -50,6 +66,8 @@ class OneTaskEngine:
             await asyncio.wait([working, stopped], return_when=asyncio.FIRST_COMPLETED)
             self._ledger.stopping.set()
             self._wake.set()
+            # The job claimed ahead goes back now, not when the running handler is done.
+            await self._release_ahead()
             if not working.done():
                 hurried = asyncio.create_task(hurry.wait())
                 await asyncio.wait([working, hurried], timeout=self._settings.grace_ms / 1000,
@@ -67,30 +85,87 @@ class OneTaskEngine:
             raise working.exception()  # type: ignore[misc]
 
     async def _one_by_one(self) -> None:
-        ledger, client = self._ledger, self._client
-        stopping = ledger.stopping
-        while True:
-            stopped = stopping.is_set()
-            reports = ledger.take_reports()
-            if stopped and not reports:
-                return
-            rnd = ledger.round(reports, claim=0 if stopped else 1)
+        ledger = self._ledger
+        try:
+            while True:
+                if ledger.stopping.is_set():
+                    await self._wind_down()
+                    return
+                flight = self._in_flight
+                if flight is not None and flight.done():
+                    self._in_flight = None
+                    flight.result()  # a round's unexpected error stops the worker, as serve() documents
+                job = self._ahead.popleft() if self._ahead else None
+                if self._in_flight is None:
+                    # Sent before the handler starts, so that it travels while the handler works.
+                    self._send_round()
+                if job is not None:
+                    await self._run(job)
+                elif self._in_flight is not None:
+                    await asyncio.wait([self._in_flight])
+                else:
+                    await self._sleep(self._idle_until() - time.monotonic())
+        finally:
+            if self._in_flight is not None:
+                # Not cancelled: its claim may have run, and what it took must be booked (and handed back).
+                await asyncio.wait([self._in_flight])
+
+    def _send_round(self) -> None:
+        """Starts a round trip with the outcomes ready and, when no job waits, a claim of the next one."""
+        now = time.monotonic()
+        claim = 0 if self._ahead or now < self._next_claim else 1
+        reports = self._ledger.take_reports() if now >= self._next_report else []
+        if reports or claim:
+            self._in_flight = asyncio.create_task(self._round_trip(self._ledger.round(reports, claim)))
+
+    def _idle_until(self) -> float:
+        """When the next round may go out (nothing runs and nothing is in flight)."""
+        return min(self._next_claim, self._next_report) if self._ledger.ready() else self._next_claim
+
+    async def _round_trip(self, rnd: Round) -> None:
+        ledger = self._ledger
+        try:
+            results = await self._client.run_many(rnd.calls)
+        except Unavailable as error:
+            self._next_claim = self._next_report = time.monotonic() + ledger.book_unreachable(rnd, error)
+            return
+        # Booked here, as the answer arrives: the claimed job is held (and heartbeated) from now on.
+        outcome = ledger.book_round(rnd, results)
+        now = time.monotonic()
+        self._next_report = now + outcome.resend_after
+        claimed = outcome.claimed
+        if claimed is None:
+            return
+        self._next_claim = now + claimed.wait
+        self._ahead.extend(claimed.start)
+        # Claimed while the worker was stopping: handed back at once, never started.
+        await heartbeat.release(ledger, self._client, claimed.release)
+
+    async def _wind_down(self) -> None:
+        """Stopping: the job claimed ahead goes back at once; the outcomes ready are reported."""
+        ledger = self._ledger
+        if self._in_flight is not None:
+            await asyncio.wait([self._in_flight])
+            flight, self._in_flight = self._in_flight, None
+            flight.result()
+        await self._release_ahead()
+        while reports := ledger.take_reports():
+            rnd = ledger.round(reports, claim=0)
             try:
-                results = await client.run_many(rnd.calls)
+                results = await self._client.run_many(rnd.calls)
             except Unavailable as error:
-                await self._sleep(ledger.book_unreachable(rnd, error))
+                await asyncio.sleep(ledger.book_unreachable(rnd, error))
                 continue
-            outcome = ledger.book_round(rnd, results)
-            claimed = outcome.claimed
-            if claimed is not None and claimed.release:
-                await heartbeat.release(ledger, client, claimed.release)
-            wait = max(outcome.resend_after, claimed.wait if claimed is not None else 0.0)
-            if wait:
-                await self._sleep(wait)
-            if claimed is None:
-                continue
-            for h in claimed.start:
-                await self._run(h)
+            resend_after = ledger.book_round(rnd, results).resend_after
+            if resend_after:
+                await asyncio.sleep(resend_after)
+
+    async def _release_ahead(self) -> None:
+        """Stopping: hands back the job claimed ahead (marked handed back before the first await, so that
+        the loop never starts it)."""
+        ahead = [h for h in self._ahead if self._ledger.book_started(h) == "release"]
+        self._ahead.clear()
+        await heartbeat.release(self._ledger, self._client, ahead)
 
     async def _run(self, h: Held) -> None:
         start = self._ledger.book_started(h)
@@ -109,7 +184,7 @@ class OneTaskEngine:
     async def _sleep(self, seconds: float) -> None:
         """Sleeps at most ``seconds``; a stop wakes it."""
         self._wake.clear()
-        if self._ledger.stopping.is_set():
+        if self._ledger.stopping.is_set() or seconds <= 0:
             return
         await heartbeat.wait(self._wake, seconds)
 

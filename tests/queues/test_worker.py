@@ -559,7 +559,8 @@ async def test_stopping_lets_the_one_running_handler_finish_within_the_grace_per
     stop.set()
     stats = await asyncio.wait_for(serving, 10)
 
-    assert (stats.claimed, stats.completed, stats.released) == (1, 1, 0)
+    # A lone async handler claims its next job as it starts one: that job goes back unstarted.
+    assert (stats.claimed, stats.completed, stats.released) == ((1, 1, 0) if kind == "sync" else (2, 1, 1))
     assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 4}
 
 
@@ -586,12 +587,14 @@ def test_sigterm_hands_back_the_job_of_the_one_handler(mq: EchoMQ, redis_url: st
         logging.basicConfig(level=logging.INFO)
         Worker(queue="mail", handler="one_handler:{handler}", url={redis_url!r}, grace_ms=300).run()
     """)
-    # The handler sleeps 30 s; the process must exit within the 15 s the helper waits, its job handed back.
-    returncode, err = _sigterm_when_active(mq, code, tmp_path, active=1, settle=0)
+    # The handler sleeps 30 s; the process must exit within the 15 s the helper waits, its job handed back
+    # (and, for an async handler, the job claimed ahead of it: two leases).
+    held = 1 if handler == "sleepy" else 2
+    returncode, err = _sigterm_when_active(mq, code, tmp_path, active=held, settle=0)
     assert returncode == 0, err
-    assert "released=1" in err
+    assert f"released={held}" in err
     assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"pending": 2}
-    assert [e.move for e in mq.events("mail") if e.move in ("claim", "release")] == ["release", "claim"]
+    assert [e.move for e in mq.events("mail") if e.move in ("claim", "release")] == ["release"] * held + ["claim"] * held
 
 
 async def test_a_worker_claims_past_any_number_of_unclaimable_jobs_and_then_idles_as_on_an_empty_queue(
@@ -792,3 +795,42 @@ def test_after_sigterm_the_prefetched_jobs_are_released_while_the_held_handler_r
     assert sorted(released) == ids[1:3]
     assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 4}
     assert [mq.job("mail", job_id).attempts for job_id in ids[1:]] == ["1", "1", "0", "0"]
+
+
+def test_after_sigterm_the_job_a_lone_async_handler_claimed_ahead_goes_back_at_once_unstarted(
+        mq: EchoMQ, redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "held_handler.py").write_text(HELD)
+    go = tmp_path / "go"
+    ids = [mq.enqueue("mail", "x", job_id=f"{n}-job") for n in range(5)]
+    # The default engine for one async handler: no prefetch asked for.
+    code = textwrap.dedent(f"""
+        import logging
+        from queues.worker import Worker
+        logging.basicConfig(level=logging.INFO)
+        Worker(queue="mail", handler="held_handler:hold_async", url={redis_url!r}, grace_ms=60_000).run()
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "EMQ_TEST_GO": str(go)}
+    worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        # The handler holds the first job; the claim sent as it started holds the next one.
+        wait_until(lambda: mq.stats("mail").counts["active"] == 2, 20, "one job running and one claimed ahead")
+        worker.send_signal(signal.SIGTERM)
+        # Released at once: the handler still holds its job (the grace period is a minute).
+        wait_until(lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0, "failed": 0}, 20,
+                   "the job claimed ahead handed back while the handler runs")
+        assert worker.poll() is None
+        go.touch()
+        _, err = worker.communicate(timeout=20)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+    assert worker.returncode == 0, err
+    started = [line.split()[1] for line in err.splitlines() if line.startswith("started ")]
+    assert started == [ids[0]], err
+    assert mq.job("mail", ids[0]).state == "done"
+    assert [e.job_id for e in mq.events("mail", count=100) if e.move == "release"] == [ids[1]]
+    assert "released=1" in err and "claimed=2" in err
+    assert _assert_each_job_in_exactly_one_state(mq, "mail", ids) == {"done": 1, "pending": 4}
+    # A release keeps the attempt its claim counted (PROTOCOL.md, "release").
+    assert [mq.job("mail", job_id).attempts for job_id in ids[1:]] == ["1", "0", "0", "0"]

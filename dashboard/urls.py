@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import payload_views, views
 from .api.api import api, not_found
 from .orders import token_views
 
@@ -18,6 +18,8 @@ urlpatterns = [
     path("queue/", views.queue_detail, name="queue"),
     path("job/", views.job_detail, name="job"),
     path("job/payload/", views.job_payload, name="job_payload"),
+    path("job/version/", payload_views.job_version, name="job_version"),
+    path("schema/", payload_views.schema_page, name="schema"),
     path("find/", views.find, name="find"),
     # A user's own API tokens: listed (never the secret) and revocable.
     path("tokens/", token_views.tokens_page, name="tokens"),

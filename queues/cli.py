@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from . import latency, slo
+from . import latency, moves, slo
 from .alert_cli import ALERT_COMMANDS, add_alert_commands
 from .cli_schedules import add_commands as add_schedule_commands
 from .client import EchoMQ
@@ -41,7 +41,8 @@ from .health import warn_if_evicting, warn_if_evicting_at
 from .integrity import check_queue
 from .keys import STATES
 from .moves import DEFAULT_BACKOFF_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, MAX_INT
-from .operator_moves import JOB_MOVES
+from .operator_moves import JOB_MOVES, job_move
+from .payload_versions import payload_problems, schema, versions
 from .scripts import script
 from .search import FILTERS, MATCH_MOVES, Limits, MoveTally, Query, Search, check_match_move, move_matches, parse_moment
 from .visible import INVISIBLE, visible
@@ -134,9 +135,49 @@ def cmd_fail(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_operator(mq: EchoMQ, args: argparse.Namespace) -> None:
+    row = job_move(args.command)
+    arguments = {name: _move_argument(name, args) for name in row.arguments}
+    if "payload" in arguments:
+        # As the console does: a payload the queue's JSON Schema refuses is never written.
+        found = mq.run(schema(args.queue))
+        problems = payload_problems(found.text, arguments["payload"]) if found.is_set else []
+        if problems:
+            raise InvalidInput(f"the payload does not match the JSON Schema of {args.queue}, so nothing was written: "
+                               + "; ".join(problems))
     result = mq.operator_move(args.command, args.queue, args.id, expect_state=args.expect_state,
-                              expect_attempts=args.expect_attempts)
+                              expect_attempts=args.expect_attempts, arguments=arguments)
     print(_shown(result.describe()))
+
+
+def _move_argument(name: str, args: argparse.Namespace) -> Any:
+    if name == "payload":
+        if args.payload is not None:
+            return args.payload.encode()
+        if args.payload_file == "-":
+            return sys.stdin.buffer.read(moves.MAX_PAYLOAD_BYTES + 1)
+        try:
+            with open(args.payload_file, "rb") as source:
+                return source.read(moves.MAX_PAYLOAD_BYTES + 1)
+        except OSError as error:
+            raise InvalidInput(f"cannot read {args.payload_file}: {error.strerror}") from None
+    return getattr(args, name)
+
+
+def _add_move_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """The options of a move's own arguments (its row's ``arguments``), one per name."""
+    for name in names:
+        if name == "payload":
+            given = p.add_mutually_exclusive_group(required=True)
+            given.add_argument("--payload", help="the new payload, as text")
+            given.add_argument("--payload-file", help="a file holding the new payload's bytes, - for stdin")
+        elif name == "max_attempts":
+            p.add_argument("--max-attempts", default="", help="claims allowed (default: unchanged)")
+        elif name == "retry":
+            p.add_argument("--retry", action="store_true", help="a failed job is retried in the same step")
+        elif name == "version":
+            p.add_argument("--version", type=int, required=True, help="the kept version's number (emq show lists them)")
+        else:
+            raise ValueError(f"emq has no option for the move argument {name!r}: add it here")
 
 
 def cmd_recover(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -292,6 +333,26 @@ def cmd_show(mq: EchoMQ, args: argparse.Namespace) -> None:
                          f"{_shown(event.source or '-')}->{_shown(event.target or '-')}",
                          f"attempts {_shown(event.attempts or '?')}", _shown(event.actor or '-')]
                         + ([_shown(event.error)] if event.error else [])))
+
+
+def cmd_versions(mq: EchoMQ, args: argparse.Namespace) -> None:
+    """The payloads edit and restore kept (newest last); with --show N, version N's bytes as stored."""
+    kept = mq.run(versions(args.queue, args.id, version=args.show))
+    if not kept.exists:
+        raise JobMissing(args.queue, args.id)
+    if kept.odd:
+        print(f"emq: {_shown(kept.odd)}", file=sys.stderr)
+    if args.show is not None:
+        if kept.version is None or kept.cut:
+            raise InvalidInput(f"job {args.id} keeps no version {args.show}")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(kept.version)
+        return
+    for v in kept.versions:
+        if args.json:
+            _out({"version": v.seq, "replaced_ms": v.replaced_ms, "bytes": v.length, "move": v.move, "actor": v.actor})
+        else:
+            print("\t".join([str(v.seq), iso_time(v.replaced_ms), v.move, f"{v.length} bytes", _shown(v.actor or "-")]))
 
 
 def cmd_queues(mq: EchoMQ, args: argparse.Namespace) -> None:
@@ -506,9 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p = command(move.name, cmd_operator, move.summary)
             job(p)
+            _add_move_arguments(p, move.arguments)
         p.add_argument("--expect-state", default=move.starts_from,
                        help="the state you saw (the move refuses if the job moved on)")
         p.add_argument("--expect-attempts", help="the attempts you saw")
+    p = command("versions", cmd_versions, "a job's kept payload versions (edit and restore keep them)")
+    job(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--show", type=int, help="print this version's bytes as stored")
     command("retry-all", cmd_retry_all, "retry every failed job, in batches").add_argument("queue")
     p = command("workers", cmd_workers, "the live workers (of one queue, or of every registered queue)")
     p.add_argument("queue", nargs="?")

@@ -17,7 +17,7 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
@@ -356,9 +356,11 @@ class Described:
 
     @sends
     def operator_move(self, move: str, queue: str, job_id: str, *, expect_state: str | None = None,
-                      expect_attempts: int | str | None = None, extra_attempts: int = 1) -> Call[MoveResult]:
+                      expect_attempts: int | str | None = None, extra_attempts: int = 1,
+                      arguments: Mapping[str, object] | None = None) -> Call[MoveResult]:
+        """``arguments``: the move's own (edit: payload, max_attempts, retry; restore: version)."""
         return moves.operator_move(move, queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
-                                   actor=self.actor, extra_attempts=extra_attempts)
+                                   actor=self.actor, extra_attempts=extra_attempts, arguments=arguments)
 
     @sends
     def retry(self, queue: str, job_id: str, *, expect_state: str | None = None,

@@ -92,6 +92,15 @@ class Refused(EmqError):
             "attempts": f"it has moved on since it was shown: {where}",
             "not_lapsed": f"its lease has not lapsed yet: {where}",
             "not_delayed": f"it is already due: {where}",
+            "running": f"{job} is active: its worker may be running it (attempts {self.attempts or '?'}); change it "
+                       "once it has failed, or cancel it first",
+            "unchanged": f"nothing would change: {where}, and already holds that payload",
+            "max_attempts": f"max attempts must be above the attempts the job has made for it to run again: {where}",
+            "keep_too_large": f"the payload of {job} is over 1 MiB, more than a kept version may hold, so it cannot "
+                              "be replaced without being lost: download it first; nothing was written",
+            "versions": f"the versions field of {job} was not written by EchoMQ scripts; nothing was written "
+                        "(repair or delete the field)",
+            "no_version": f"{job} keeps no such version (the oldest go first once 8 are kept): {where}",
         }.get(self.reason, where)
         return f"refused: {why}"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -114,9 +114,12 @@ class MoveResult:
     id: str
     state: str
     attempts: str
+    # edit and restore: the number the payload they replaced is kept under ('' when it stayed the same).
+    version: str = ""
 
     def describe(self) -> str:
-        return f"{job_move(self.move).past}: job {self.id} is now {self.state} (attempts {self.attempts or 0})"
+        kept = f"; the payload it replaced is kept as version {self.version}" if self.version else ""
+        return f"{job_move(self.move).past}: job {self.id} is now {self.state} (attempts {self.attempts or 0}){kept}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,14 +417,35 @@ def release(queue: str, job_id: str, token: object, *, actor: str = "") -> Call[
     return _lease_call("release", queue, job_id, token, [actor], lambda r: int(_text(r[1])))
 
 
+def _max_attempts_arg(value: object) -> int | str:
+    return "" if value in (None, "") else _int(value, "max_attempts", 1, MAX_TRIES)
+
+
+def _flag(value: object) -> str:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"retry must be true or false, not {value!r}")
+    return "1" if value else "0"
+
+
+# How each argument a move of the table may name (OperatorMove.arguments) is checked and sent, and its
+# value when the caller leaves it out (a required one has none).
+MOVE_ARGUMENTS: Final[dict[str, tuple[Callable[[object], Any], object]]] = {
+    "payload": (_payload, None),
+    "max_attempts": (_max_attempts_arg, ""),
+    "retry": (_flag, False),
+    "version": (lambda value: _int(value, "version", 1, MAX_INT), None),
+}
+
+
 def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | None = None,
                   expect_attempts: int | str | None = None, actor: str = "",
-                  extra_attempts: int = 1) -> Call[MoveResult]:
+                  extra_attempts: int = 1, arguments: Mapping[str, object] | None = None) -> Call[MoveResult]:
     """One of the moves on one job of :data:`queues.operator_moves.OPERATOR_MOVES`, as compare-and-move.
 
     The job must still be in ``expect_state`` (by default the state the move
     starts from; delete and cancel should always be told what was shown) and,
     when given, have ``expect_attempts``; otherwise :class:`Refused`.
+    ``arguments``: the move's own (its row's ``arguments``, as :data:`MOVE_ARGUMENTS` names them).
     """
     row = job_move(move)
     keys = QueueKeys(queue)
@@ -435,11 +459,20 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
     args: list[Any] = [job_id, state, seen]
     if row.extra_attempts:
         args.append(_int(extra_attempts, "extra_attempts", 1, MAX_TRIES))
+    given = dict(arguments or {})
+    unknown = set(given) - set(row.arguments)
+    if unknown:
+        raise InvalidInput(f"{move} takes no {', '.join(sorted(unknown))}")
+    for name in row.arguments:
+        check, default = MOVE_ARGUMENTS[name]
+        if given.get(name) is None and default is None:
+            raise InvalidInput(f"{move} needs its {name.replace('_', ' ')}")
+        args.append(check(given[name] if given.get(name) is not None else default))
     args.append(actor)
 
     def parse(reply: list[Any]) -> MoveResult:
         refused_whole(move, reply, job_id)
-        return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]))
+        return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]), _text(reply[3]) if len(reply) > 3 else "")
 
     return Call(row.script, keys.script_keys(job_id), args, parse)
 

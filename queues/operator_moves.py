@@ -10,9 +10,11 @@ audit log's labels are all read from :data:`OPERATOR_MOVES`.
 A new move on one job, NAME (at most 16 characters):
 
 1. ``queues/lua/NAME.lua``, copied from ``promote.lua``: it takes ``id, expected
-   state, expected attempts, [extra attempts,] actor``, answers ``{'OK', state,
-   attempts}``, names its move in its ``check_moves('NAME')`` line and calls
-   ``emit`` with it after its last check.
+   state, expected attempts, [extra attempts | its own arguments,] actor``, answers
+   ``{'OK', state, attempts[, more]}``, names its move in its ``check_moves('NAME')``
+   line and calls ``emit`` with it after its last check. A move with arguments of
+   its own (edit, restore) names them in its row's ``arguments``, each a name of
+   ``queues.moves.MOVE_ARGUMENTS`` (add a name there for a new kind of argument).
 2. Its row in ``queues/protocol_moves.py`` (the states from and to, the history
    letter, whether it is counted), then ``python -m queues.protocol_moves`` to
    write ``queues/lua/moves.lua``; add the letter to PROTOCOL.md's table in
@@ -68,6 +70,11 @@ class OperatorMove:
     only_if: Literal["", "delayed"] = ""
     # ... or shows it quieter unless the lease has lapsed (recover of a live lease is refused).
     quiet_unless: Literal["", "lapsed"] = ""
+    # The move's own arguments, in its script's ARGV order after the expected attempts (and before the
+    # actor), by the names of queues.moves.MOVE_ARGUMENTS, which checks and sends each. A move that takes
+    # any is made from a form on the job page, an ``emq`` option each and the API's fields; no bare
+    # button, ticked rows or search bulk offer it.
+    arguments: tuple[str, ...] = ()
 
     @property
     def starts_from(self) -> State:
@@ -81,6 +88,11 @@ class OperatorMove:
         """Whether moving one job shown in ``shown_state`` asks first (a move that asks in every state asks in an
         odd one too: a delete of a job without a state, or of a job key of another type)."""
         return shown_state in self.asks_first or self.always_asks
+
+    @property
+    def on_button(self) -> bool:
+        """Whether a bare button makes it (a move with arguments of its own needs a form)."""
+        return not self.arguments
 
     def offered(self, state: str, *, delayed: bool = True) -> bool:
         """Whether a job shown in ``state`` is offered this move (``delayed``: a pending job due later)."""
@@ -107,6 +119,13 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
                  ("pending", "active", "done", "failed"), asks_first=STATES, odd_states=True,
                  ask_one=("Delete job {job} {shown} from", "This cannot be undone.", "Yes, delete it", "Keep it"),
                  warning="This cannot be undone."),
+    OperatorMove("edit", "job", "edit", "Edit", "edited",
+                 "change a pending or failed job's payload (and max attempts), optionally retrying it; the old "
+                 "payload is kept as a version", "edit a payload", ("failed", "pending"), over_search=False,
+                 arguments=("payload", "max_attempts", "retry")),
+    OperatorMove("restore", "job", "restore", "Restore", "restored",
+                 "a pending or failed job's payload becomes one of its kept versions, byte for byte",
+                 "restore a payload version", ("failed", "pending"), over_search=False, arguments=("version",)),
     OperatorMove("recover_all", "queue", "recover_expired", "Recover", "recovered", "recover every lapsed lease",
                  "recover every lapsed lease", ("active",)),
     OperatorMove("retry_all", "queue", "retry_failed", "Retry", "retried", "retry every failed job",
@@ -127,6 +146,8 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
 BY_NAME: Final[dict[str, OperatorMove]] = {move.name: move for move in OPERATOR_MOVES}
 JOB_MOVES: Final[tuple[OperatorMove, ...]] = tuple(m for m in OPERATOR_MOVES if m.scope == "job")
 JOB_MOVE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in JOB_MOVES)
+# The moves on one job a bare button makes (and so ticked rows may ask for).
+BUTTON_MOVE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in JOB_MOVES if m.on_button)
 # The queue-wide moves that run in batches of jobs of one state (pause and resume move no job).
 BATCH_MOVES: Final[dict[str, State]] = {m.name: m.starts_from for m in OPERATOR_MOVES
                                         if m.scope == "queue" and m.applies_to}

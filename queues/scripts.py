@@ -43,11 +43,14 @@ MOVES: Final = tuple(dict.fromkeys((
 )))
 READS: Final = ("stats", "page", "job", "payload", "history", "clock", "check", "count_older", "states", "counts",
                    "workers", "search", "groups", "signature", "series", "why_queue", "why_job", "histogram",
-                   "schedules", "failure_sample")
+                   "schedules", "failure_sample",
+                   "versions")
 # Latency objectives, in one key outside every queue's slot (see queues/slo.py).
 SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 # Deploy marks, in one key outside every queue's slot (see queues/deploys.py).
 DEPLOY_SCRIPTS: Final = ("deploy_mark", "deploy_marks")
+# A queue's JSON Schema for edits, in emq:{Q}:schema (see queues/payload_versions.py).
+SCHEMA_SCRIPTS: Final = ("schema_set", "schema")
 
 
 @dataclass(frozen=True, slots=True)

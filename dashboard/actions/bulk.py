@@ -16,7 +16,7 @@ from typing import Final
 
 from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
 from queues.keys import job_id_token, parse_job_id_token, validate_job_id, validate_queue_name
-from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
+from queues.operator_moves import BATCH_MOVES, BUTTON_MOVE_NAMES
 from queues.search import Limits, Query, Search, check_match_move, move_matches
 from queues.visible import visible
 
@@ -28,7 +28,7 @@ MAX_SELECTION: Final = 1000
 
 # Queue-wide actions: what the console calls them, and the state they start from.
 QUEUE_ACTIONS: Final[dict[str, str]] = dict(BATCH_MOVES)
-SELECTION_MOVES: Final = JOB_MOVE_NAMES
+SELECTION_MOVES: Final = BUTTON_MOVE_NAMES
 
 
 @dataclass(frozen=True, slots=True)

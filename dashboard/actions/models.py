@@ -78,6 +78,7 @@ class AuditEntry(models.Model):
         SCHEDULE_RESUME = "schedule_resume", "resume a schedule"
         SCHEDULE_RUN = "schedule_run", "run a schedule now"
         SCHEDULE_DELETE = "schedule_delete", "delete a schedule"
+        SCHEMA_SET = "schema_set", "set a payload schema"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

@@ -6,6 +6,7 @@ at once (one script); bulk actions are checked here and handed to the runner.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -20,14 +21,15 @@ from queues import InvalidInput, Refused, Unavailable, moves as queue_moves
 from queues.deploys import deploy_mark
 from queues.failures import groups
 from queues.keys import ABSENT_STATE, job_id_token
-from queues.operator_moves import JOB_MOVE_NAMES
+from queues.operator_moves import BY_NAME
+from queues.payload_versions import payload_problems, schema, schema_set
 from queues.search import Limits, Query, Search
 from queues.visible import visible
 
 from . import access, runner
 from .audit import record_refused as record_refused  # the views record refusals through here
 from .bulk import DEFAULT_LIMIT, QUEUE_ACTIONS, Selected, queue_steps, search_steps, search_steps_many, selection_steps
-from .models import AuditEntry
+from .models import AuditEntry, bounded
 
 
 def actor_for(user: Any) -> str:
@@ -53,8 +55,11 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
     Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
     """
     check_access(user=user, queue=queue)
-    if move not in JOB_MOVE_NAMES:
+    row = BY_NAME.get(move)
+    if row is None or row.scope != "job":
         raise InvalidInput(f"unknown action {move!r}")
+    if not row.on_button:
+        raise InvalidInput(f"{move} takes more than a button sends: use its form on the job page")
     if not expect_state:
         raise InvalidInput(f"the state the page showed is required ({ABSENT_STATE} for a job without one)")
     call = queue_moves.operator_move(move, queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
@@ -97,6 +102,99 @@ def key_remove(*, user: Any, queue: str, which: str, seen_type: str) -> AuditEnt
         user=user, username=user.get_username(), queue=queue, action="remove_key", scope=AuditEntry.Scope.QUEUE,
         jobs=[], parameters={"set": which, "type": seen_type}, outcome=outcome, result=visible(text, backslashes=False),
         finished_at=now, updated_at=now)
+
+
+def job_edit(*, user: Any, queue: str, job_id: str, expect_state: str, expect_attempts: str, payload: bytes,
+             max_attempts: str = "", retry: bool = False) -> AuditEntry:
+    """Changes a pending or failed job's payload (and max attempts), retrying it when asked, as the page
+    showed it: checked against the queue's JSON Schema first (a mismatch is refused in words, nothing
+    written), then one compare-and-move script that keeps the old payload as a version.
+
+    The audit row holds the payload's length, never its bytes. Raises PermissionDenied or InvalidInput.
+    """
+    check_access(user=user, queue=queue)
+    seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
+    parameters: dict[str, object] = {"payload_bytes": len(payload), "retry": retry}
+    if max_attempts:
+        parameters["max_attempts"] = max_attempts
+    call = queue_moves.operator_move("edit", queue, job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                                     actor=actor_for(user), arguments={"payload": payload, "max_attempts": max_attempts,
+                                                                       "retry": retry})
+    try:
+        found = emq().run(schema(queue))
+        problems = payload_problems(found.text, payload) if found.is_set else []
+        if problems:
+            outcome = AuditEntry.Outcome.REFUSED
+            text = (f"refused: the payload does not match the JSON Schema of {queue}, so nothing was written: "
+                    + "; ".join(problems))
+        else:
+            result = emq().run(call)
+            outcome, text = AuditEntry.Outcome.MOVED, result.describe()
+            if result.version:
+                parameters["kept_version"] = int(result.version)
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    return _job_entry(user, "edit", queue, seen, parameters, outcome, text)
+
+
+def job_restore(*, user: Any, queue: str, job_id: str, expect_state: str, expect_attempts: str,
+                version: int) -> AuditEntry:
+    """Restores a kept version of a pending or failed job's payload, byte for byte (one compare-and-move
+    script; the payload it replaces is kept in turn). Raises PermissionDenied or InvalidInput."""
+    check_access(user=user, queue=queue)
+    seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
+    parameters: dict[str, object] = {"version": version}
+    call = queue_moves.operator_move("restore", queue, job_id, expect_state=expect_state,
+                                     expect_attempts=expect_attempts, actor=actor_for(user),
+                                     arguments={"version": version})
+    try:
+        result = emq().run(call)
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome = AuditEntry.Outcome.MOVED
+        text = result.describe().replace("restored:", f"restored version {version}:", 1)
+        parameters["kept_version"] = int(result.version)
+    return _job_entry(user, "restore", queue, seen, parameters, outcome, text)
+
+
+def queue_schema_set(*, user: Any, queue: str, text: str) -> AuditEntry:
+    """Sets (or with an empty text removes) the JSON Schema edits of ``queue`` are checked against, as an
+    audit row that keeps the schema's digest and length. Raises PermissionDenied or InvalidInput (not a
+    JSON Schema, said in words; nothing written)."""
+    check_access(user=user, queue=queue)
+    call = schema_set(queue, text, actor=actor_for(user))
+    text = text.strip()
+    parameters = {"schema_bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    try:
+        change = emq().run(call)
+    except Refused as refusal:
+        outcome, result = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, result = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome = AuditEntry.Outcome.MOVED
+        result = (f"removed the JSON Schema of {queue}: edits are no longer checked" if not text else
+                  f"{'replaced' if change.previous else 'set'} the JSON Schema of {queue} ({len(text.encode())} "
+                  "bytes): every edit of its payloads is checked against it")
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=AuditEntry.Action.SCHEMA_SET,
+        scope=AuditEntry.Scope.QUEUE, jobs=[], parameters=parameters, outcome=outcome, result=result,
+        finished_at=now, updated_at=now)
+
+
+def _job_entry(user: Any, action: str, queue: str, seen: dict[str, str], parameters: dict[str, object],
+               outcome: str, text: str) -> AuditEntry:
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=action, scope=AuditEntry.Scope.JOB, jobs=[seen],
+        parameters=parameters, outcome=outcome, result=bounded(text),
+        moved=int(outcome == AuditEntry.Outcome.MOVED), finished_at=now, updated_at=now)
 
 
 def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,

@@ -172,6 +172,69 @@ def job_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+def _to_job_page(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
+    """After an edit or restore that moved: the job page again, read afresh, saying what was done."""
+    job = entry.jobs[0]["id"] if entry.jobs else ""
+    url = f"{reverse('job')}?{urlencode({'q': entry.queue, 'id': job, 'done': entry.pk})}"
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return HttpResponseRedirect(url)
+
+
+def _edited(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
+    if entry.outcome == AuditEntry.Outcome.MOVED:
+        return _to_job_page(request, entry)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
+def _payload_text(text: str, *, kept_cr: bool) -> bytes:
+    # A browser sends a textarea's line breaks as CR LF: a payload that held no CR gets its LF back.
+    return (text if kept_cr else text.replace("\r\n", "\n")).encode()
+
+
+@require_POST
+@operators_only
+def edit_action(request: HtmxHttpRequest) -> HttpResponse:
+    """Changes a pending or failed job's payload (and max attempts), retrying it when asked: checked against
+    the queue's schema, then one compare-and-move on what the page showed; the old payload is kept."""
+    data = request.POST
+    shown_max = data.get("shown_max_attempts", "").strip()
+    max_attempts = data.get("max_attempts", "").strip()
+    entry = services.job_edit(
+        user=request.user, queue=data.get("q", ""), job_id=data.get("id", ""), expect_state=data.get("state", ""),
+        expect_attempts=data.get("attempts", ""), payload=_payload_text(data.get("payload", ""),
+                                                                        kept_cr=data.get("cr") == "1"),
+        max_attempts="" if max_attempts == shown_max else max_attempts, retry=data.get("retry") == "1")
+    return _edited(request, entry)
+
+
+@require_POST
+@operators_only
+def restore_action(request: HtmxHttpRequest) -> HttpResponse:
+    """A kept version becomes the payload again, byte for byte (one compare-and-move)."""
+    data = request.POST
+    version = data.get("version", "")
+    if not _MS.fullmatch(version) or int(version) < 1:
+        raise InvalidInput(f"a version is a whole number, not {version!r}")
+    entry = services.job_restore(user=request.user, queue=data.get("q", ""), job_id=data.get("id", ""),
+                                 expect_state=data.get("state", ""), expect_attempts=data.get("attempts", ""),
+                                 version=int(version))
+    return _edited(request, entry)
+
+
+@require_POST
+@operators_only
+def schema_action(request: HtmxHttpRequest) -> HttpResponse:
+    """Sets (or, emptied, removes) a queue's JSON Schema for edits: one script, audited."""
+    entry = services.queue_schema_set(user=request.user, queue=request.POST.get("q", ""),
+                                      text=request.POST.get("schema", ""))
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
 @require_POST
 @operators_only
 def queue_action(request: HtmxHttpRequest) -> HttpResponse:

@@ -10,7 +10,7 @@ from ninja import Schema
 from pydantic import BeforeValidator, Field
 
 from exchange.gateway import MARKET_TIMES_IN_FORCE, MAX_BODY_BYTES
-from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES
+from queues.operator_moves import BATCH_MOVES, BUTTON_MOVE_NAMES
 from queues.search import MATCH_MOVES
 
 # What queues.keys accepts (it also counts bytes, not characters: a longer name is a 400 in words).
@@ -246,7 +246,7 @@ if TYPE_CHECKING:
     BatchMoveName = str
     MatchMoveName = str
 else:
-    JobMoveName = Literal[JOB_MOVE_NAMES]
+    JobMoveName = Literal[BUTTON_MOVE_NAMES]
     BatchMoveName = Literal[tuple(BATCH_MOVES)]
     MatchMoveName = Literal[tuple(MATCH_MOVES)]
 

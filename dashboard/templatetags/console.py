@@ -35,7 +35,7 @@ def move_buttons(state: str, delayed: bool = True, lapsed: bool = True) -> list[
     (``delayed``: a pending job due later; ``lapsed``: an active job whose lease has lapsed)."""
     return [MoveButton(move.name, move.verb, move.summary + ("; asks to confirm" if move.always_asks else ""),
                        "danger" if move.always_asks else "quiet" if move.quiet_unless == "lapsed" and not lapsed else "")
-            for move in JOB_MOVES if move.offered(state, delayed=delayed)]
+            for move in JOB_MOVES if move.on_button and move.offered(state, delayed=delayed)]
 
 
 @register.filter

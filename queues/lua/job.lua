@@ -13,7 +13,7 @@
 --         ('' where not a member), key type ('hash', 'none' or another type),
 --         payload length, payload (whole, or the preview, or ''),
 --         payload whole (1 | 0), field count (HLEN),
---         then per other field (not payload, not history): name, value
+--         then per other field (not payload, history, versions or version:N): name, value
 --         ('' when longer than 4096 bytes), value length; then the fields
 --         the moves do not store, as the job's history and sets tell them:
 --         created_at, worker, claimed_at (from the history) and finished_at
@@ -67,7 +67,8 @@ local function add(name, value, n)
   reply[#reply + 1] = n
 end
 for _, name in ipairs(names) do
-  if name ~= 'payload' and name ~= 'history' then
+  -- The payload's kept versions are the versions read's (payload_versions.lua), as the history is the history read's.
+  if name ~= 'payload' and name ~= 'history' and name ~= 'versions' and string.sub(name, 1, 8) ~= 'version:' then
     local value = derived[name]
     derived[name] = nil
     if value then

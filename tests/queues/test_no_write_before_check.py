@@ -86,6 +86,8 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
     entries.append(lease_index_entry(draw))
     entries.append(slo_entry(draw))
     entries.extend(schedule_entries(draw))
+    entries.append((KEYS.prefix + "schema", draw(st.sampled_from(["none", "hash", "string"])),
+                    {"schema": '{"type": "object"}', "set_by": "a", "set_ms": "1"}))
     return entries
 
 
@@ -132,6 +134,9 @@ def coherent_keyspace(draw: st.DrawFn) -> tuple[list[tuple[str, str, Any]], dict
             fields["claim_id"] = CLAIM_ID
         if state == "failed" or draw(st.booleans()):
             fields["last_error"] = "boom"
+        if draw(st.booleans()):
+            # A payload edited once: its first version kept (payload_versions.lua).
+            fields.update({"versions": "1\t1000\t1\tedit\top", "version:1": "w"})
         entries.append((KEYS.job(job_id), "hash", fields))
     for key, state in ((KEYS.pending, "pending"), (KEYS.active, "active"), (KEYS.done, "done"), (KEYS.failed, "failed")):
         entries.append((key, "zset" if members[state] else "none", members[state]))
@@ -262,6 +267,12 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
                           actor],
         "schedules": [st.one_of(st.sampled_from(["", "5000"]), numbers), st.sampled_from(["", "1000", "x"]),
                       schedule_name, limit],
+        "edit": [job_id, states, numbers, st.one_of(texts, st.just("x"), st.binary(max_size=20)),
+                 st.one_of(st.just(""), numbers), st.sampled_from(["0", "1", "", "yes"]), actor],
+        "restore": [job_id, states, numbers, st.one_of(st.sampled_from(["1", "2"]), numbers), actor],
+        "versions": [job_id, st.one_of(st.sampled_from(["", "1"]), numbers), numbers],
+        "schema_set": [st.sampled_from(['{"type": "object"}', " {}", "", "{", "[]", "5", "x" * 70000]), actor],
+        "schema": [],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -308,6 +319,8 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
                        KEYS.prefix + "schedules"]
     if name.startswith("schedule_"):
         return [KEYS.prefix + f"schedule:{argv[0] if argv else ''}", KEYS.prefix + "schedules"]
+    if name.startswith("schema"):
+        return [KEYS.prefix + "schema"]
     if picks or not argv:
         return keys + [KEYS.prefix]
     return keys + [KEYS.prefix + "job:" + str(argv[0])]
@@ -342,6 +355,7 @@ VALID_ARGV: Final[dict[str, list[str]]] = {
     "schedule_set": ["s", "update", "1", "*/5 * * * *", "UTC", "", "x", "3", "once", "0", "5000", "op"],
     "schedule_pause": ["s", "resume", "", "5000", "op"],
     "schedule_delete": ["s", "1"],
+    "schema_set": ['{"type": "object"}', "op"],
 }
 
 
@@ -361,8 +375,20 @@ def aimed(name: str, argv: list[Any], states_of: dict[str, str], data: st.DataOb
     if name in LEASE_TAIL:
         return [job_id, "1", CLAIM_ID, *LEASE_TAIL[name]]
     attempts = "0" if states_of[job_id] == "pending" else "1"
-    return [job_id, states_of[job_id], data.draw(st.sampled_from(["", attempts])), *(["1"] if name == "retry" else []),
+    return [job_id, states_of[job_id], data.draw(st.sampled_from(["", attempts])), *own_arguments(name, states_of[job_id], data),
             "op"]
+
+
+def own_arguments(name: str, state: str, data: st.DataObject) -> list[str]:
+    """What a move takes between the attempts shown and the actor, so that it gets as far as its writes."""
+    if name == "retry":
+        return ["1"]
+    if name == "edit":
+        return [data.draw(st.sampled_from(["x", "y" * 300])), data.draw(st.sampled_from(["", "5"])),
+                data.draw(st.sampled_from(["1", "0"] if state == "failed" else ["0"]))]
+    if name == "restore":
+        return ["1"]
+    return []
 
 
 def assert_nothing_happened_changed_nothing(client: redis.Redis, name: str, source: str, *,

@@ -20,9 +20,17 @@ def test_every_move_of_the_table_sends_a_move_script(move: object) -> None:
     assert name in MOVES and script(name).writes
 
 
+# What a move with arguments of its own is given here (the library's names, then emq's options).
+SAMPLE_ARGUMENTS = {"payload": ("x", ["--payload", "x"]), "version": (1, ["--version", "1"])}
+
+
+def _sample(move: object) -> dict[str, object]:
+    return {name: SAMPLE_ARGUMENTS[name][0] for name in move.arguments if name in SAMPLE_ARGUMENTS}  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("move", JOB_MOVES, ids=lambda move: move.name)
 def test_a_move_on_one_job_expects_by_default_the_first_state_it_applies_to(move: object) -> None:
-    call = operator_move(move.name, "q", "a")  # type: ignore[attr-defined]
+    call = operator_move(move.name, "q", "a", arguments=_sample(move))  # type: ignore[attr-defined]
 
     assert call.script == move.script  # type: ignore[attr-defined]
     assert call.args[1] == move.applies_to[0]  # type: ignore[attr-defined]
@@ -30,7 +38,8 @@ def test_a_move_on_one_job_expects_by_default_the_first_state_it_applies_to(move
 
 @pytest.mark.parametrize("move", JOB_MOVES, ids=lambda move: move.name)
 def test_every_move_on_one_job_is_an_emq_command_with_the_words_you_saw(move: object) -> None:
-    args = build_parser().parse_args([move.name, "q", "a", "--expect-attempts", "1"])  # type: ignore[attr-defined]
+    options = [o for name in move.arguments if name in SAMPLE_ARGUMENTS for o in SAMPLE_ARGUMENTS[name][1]]  # type: ignore[attr-defined]
+    args = build_parser().parse_args([move.name, "q", "a", "--expect-attempts", "1", *options])  # type: ignore[attr-defined]
 
     assert (args.queue, args.id, args.expect_state, args.expect_attempts) == ("q", "a", move.starts_from, "1")  # type: ignore[attr-defined]
 
@@ -44,8 +53,9 @@ def test_the_cli_help_says_what_each_move_does() -> None:
     assert helps["retry"] == job_move("retry").summary
 
 
-def test_a_search_offers_every_move_on_one_job_but_recover_for_the_states_it_applies_to() -> None:
-    assert MATCH_MOVES == {move.name: move.applies_to for move in JOB_MOVES if move.name != "recover"}
+def test_a_search_offers_every_move_on_one_job_but_recover_and_those_made_from_a_form() -> None:
+    assert MATCH_MOVES == {move.name: move.applies_to for move in JOB_MOVES
+                           if move.name != "recover" and move.on_button}
 
 
 def test_a_move_result_says_what_happened_in_the_tables_words(mq: EchoMQ) -> None:

@@ -12,7 +12,7 @@ from dashboard.actions.previews import job_needs_confirmation, selection_needs_c
 from dashboard.api.schemas import JobActionIn, QueueActionIn, SelectionActionIn
 from dashboard.templatetags.console import move_buttons
 from queues import EchoMQ, QueueKeys
-from queues.operator_moves import BATCH_MOVES, JOB_MOVE_NAMES, OPERATOR_MOVES
+from queues.operator_moves import BATCH_MOVES, BUTTON_MOVE_NAMES, OPERATOR_MOVES
 
 
 def _buttons(html: str, form_class: str) -> list[str]:
@@ -84,5 +84,5 @@ def test_the_api_takes_the_moves_of_the_table() -> None:
     def enum(schema: type, field: str) -> list[str]:
         return schema.model_json_schema()["properties"][field]["enum"]  # type: ignore[attr-defined]
 
-    assert enum(JobActionIn, "move") == enum(SelectionActionIn, "move") == list(JOB_MOVE_NAMES)
+    assert enum(JobActionIn, "move") == enum(SelectionActionIn, "move") == list(BUTTON_MOVE_NAMES)
     assert enum(QueueActionIn, "action") == list(BATCH_MOVES)

@@ -13,8 +13,8 @@ from playwright.sync_api import Page, expect
 
 from queues import EchoMQ
 from queues.payload_versions import schema_set
-from tests.browser.test_contrast import below_aa
 from tests.support.browser import Console
+from tests.support.contrast import below_aa
 from tests.support.jobs import failed_job
 from tests.support.keyspace import keyspace_dump
 

@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 from typing import cast
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from queues import EchoMQ
 from queues.failures import groups
 from tests.support.browser import ROOT, Console
 
+pytestmark = pytest.mark.browser
 QUEUE = "browser-releases"
 HANDLER = '''
 import json

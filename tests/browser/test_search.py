@@ -152,7 +152,7 @@ def test_acting_on_a_failure_group_shows_the_confirmation_with_its_count(operato
     first = page.locator(".failure-group").first
     expect(first.locator(".signature")).to_have_text("timeout after <n> ms on host <id>")
 
-    first.locator("button[value=retry]").click()
+    first.locator(".group-act-form button[value=retry]").click()
 
     dialog = page.locator("dialog.confirm-dialog")
     expect(dialog).to_be_visible()

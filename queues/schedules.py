@@ -185,6 +185,31 @@ class SchedulePage:
     after: tuple[int, str] | None
 
 
+class ScheduleRefused(Refused):
+    """A schedule script refused (nothing written): ``reason`` is its word, ``state`` its detail."""
+
+    def describe(self) -> str:
+        name, detail = self.job_id, self.state
+        words = {
+            "exists": f"the queue has a schedule {name} already (version {detail})",
+            "missing": f"there is no schedule {name}",
+            "changed": f"schedule {name} changed since it was read (now version {detail})",
+            "full": f"the queue holds {detail} schedules, the most it may",
+            "paused": f"schedule {name} is paused",
+            "not_due": f"that tick of {name} is later than the server's clock ({detail})",
+            "ticked": f"that tick of {name} was taken already (the schedule is at {detail})",
+            "too_large": f"the payload of {name} is {detail} bytes, more than a job may hold",
+        }
+        return f"refused: {words[self.reason]}" if self.reason in words else super().describe()
+
+
+def _refused(script: str, reply: Any, name: str) -> None:
+    """Raises :class:`ScheduleRefused` for a schedule script's refusal (a key of another type as ``Refused``)."""
+    if isinstance(reply, list) and reply and _text(reply[0]) == "REFUSED" and _text(reply[1]) != "wrongtype":
+        raise ScheduleRefused(script, name, _text(reply[1]), _text(reply[2]), "")
+    refused_whole(script, reply, name)
+
+
 def _opt(value: Any) -> int | None:
     return digits(value, 14)
 
@@ -239,7 +264,7 @@ class ScheduleChange:
 
 def _change_parse(script: str, queue: str, name: str) -> Any:
     def parse(reply: list[Any]) -> ScheduleChange:
-        refused_whole(script, reply, name)
+        _refused(script, reply, name)
         if _text(reply[0]) == "ALREADY":
             return ScheduleChange(queue, name, int(_text(reply[1]) or 0), None, already=True)
         nxt = _text(reply[2]) if len(reply) > 2 else ""
@@ -306,7 +331,7 @@ def schedule_delete(queue: str, name: str, *, expected_version: int | None = Non
     args = [name, "" if expected_version is None else _int(expected_version, "expected version", 0)]
 
     def parse(reply: list[Any]) -> ScheduleChange:
-        refused_whole("schedule_delete", reply, name)
+        _refused("schedule_delete", reply, name)
         return ScheduleChange(keys.queue, name, int(_text(reply[1]) or 0), None)
 
     return Call("schedule_delete", [keys.schedule(name), keys.schedules], args, parse)
@@ -335,7 +360,7 @@ def schedule_tick(queue: str, name: str, *, what: Literal["tick", "skip", "run"]
             "" if version is None else _int(version, "version", 0), actor]
 
     def parse(reply: list[Any]) -> TickResult:
-        refused_whole("schedule_tick", reply, job_id)
+        _refused("schedule_tick", reply, name)
         if _text(reply[0]) == "DUPLICATE":
             raise Duplicate(job_id, _text(reply[1]), _text(reply[2]))
         nxt, earliest = _text(reply[4]), _text(reply[5])
@@ -421,7 +446,7 @@ def get_schedule(mq: EchoMQ, queue: str, name: str) -> Schedule:
             if found.name == name:
                 return found
         if page.after is None:
-            raise Refused("schedule", name, "missing", "", "")
+            raise ScheduleRefused("schedule", name, "missing", "", "")
         page = mq.run(schedules(queue, after=page.after, limit=PAGE_LIMIT))
 
 

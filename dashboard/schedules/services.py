@@ -22,6 +22,7 @@ from queues.errors import Duplicate
 from queues.schedules import (
     Definition,
     Schedule,
+    ScheduleRefused,
     add_schedule,
     delete_schedule,
     get_schedule,
@@ -177,7 +178,7 @@ def schedule_act(*, user: Any, press: SchedulePress) -> AuditEntry:
             parameters["stamp"] = press.stamp
             found = get_schedule(mq, q, name)
             if found.version != version:
-                raise Refused("schedule", name, "changed", str(found.version), "")
+                raise ScheduleRefused("schedule", name, "changed", str(found.version), "")
             job_id = run_now(mq, q, name, stamp_ms=press.stamp)
             parameters["job"] = job_id
             text = f"enqueued {job_id} into {q}"

@@ -339,3 +339,11 @@ def test_two_schedulers_with_the_lock_tick_in_one_place_and_the_other_takes_over
     assert refused is None
     assert taken is not None and taken.enqueued == [f"s:{first + SECOND}"]
     assert jobs_of(mq, "mail", "s") == [str(first), str(first + SECOND)]
+
+
+def test_a_refusal_says_what_stands_in_the_way_in_words(mq: EchoMQ) -> None:
+    add_schedule(mq, "mail", "nightly", every_second())
+    with pytest.raises(Refused, match="refused: the queue has a schedule nightly already"):
+        add_schedule(mq, "mail", "nightly", every_second())
+    with pytest.raises(Refused, match="refused: there is no schedule other"):
+        pause_schedule(mq, "mail", "other")

@@ -135,6 +135,8 @@ VIEWS: dict[str, Entry] = {
     "actions/pause/": action("/actions/pause/", {"q": "{q}", "action": "pause", "reason": "deploy"}),
     # A deploy mark is every queue's; a grant does not narrow it.
     "actions/deploy/": action("/actions/deploy/", {"q": "{q}", "label": "v1.5.0"}, post=(302, 403, 200, 403, 200, 403)),
+    # Asks first (a confirmation step), as pause does.
+    "actions/remove-key/": action("/actions/remove-key/", {"q": "{q}", "set": "done", "type": "string"}),
     "workers/": page("/workers/"),
     "schedules/": page("/schedules/"),
     # The edit form is an operator's (404: the persona's queue has no such schedule).

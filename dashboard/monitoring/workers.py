@@ -15,13 +15,14 @@ from queues import Unavailable
 @require_GET
 @viewers_only
 def workers_page(request: HttpRequest) -> HttpResponse:
-    """Every live worker of the registered queues, ``QUEUES_PER_PAGE`` queues at a time (``after``: a name)."""
-    after = request.GET.get("after", "")
+    """Every live worker of the registered queues, ``QUEUES_PER_PAGE`` queues at a time (``after``: a name), in
+    one table; ``q`` filters by the queue's name, or the worker's id or host."""
+    after, text = request.GET.get("after", ""), request.GET.get("q", "")
     try:
-        data = read(lambda mq: read_workers_page(mq, after=after))
+        data = read(lambda mq: read_workers_page(mq, after=after, text=text))
     except Unavailable as error:
         return render(request, "dashboard/workers.html", {"groups": [], "now_ms": 0, "redis_down": True,
-                                                          "redis_error": str(error)}, status=503)
+                                                          "redis_error": str(error), "text": text}, status=503)
     return render(request, "dashboard/workers.html", {"groups": data.groups, "now_ms": data.now_ms,
                                                       "total": data.total, "after": data.after,
-                                                      "next_after": data.next_after})
+                                                      "next_after": data.next_after, "text": data.text})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from queues import EchoMQ, reads
@@ -10,6 +10,8 @@ from queues.reads import Workers
 
 QUEUES_PER_PAGE: Final = 200
 WORKERS_PER_QUEUE: Final = 100
+# The longest filter the page keeps (a queue name is at most this long too).
+FILTER_MAX: Final = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,21 +24,41 @@ class WorkerGroup:
 
 @dataclass(frozen=True, slots=True)
 class WorkersPageData:
-    # The queues with a live worker, and those whose workers could not be read.
+    # The queues with a live worker (that the filter keeps), and those whose workers could not be read.
     groups: list[WorkerGroup]
     now_ms: int
     total: int
     after: str
     next_after: str | None
+    # The filter, as the page shows it ('' none): a queue whose name holds it keeps all its workers, any
+    # other queue only its workers whose id or host holds it (case aside).
+    text: str = ""
 
 
-def read_workers_page(mq: EchoMQ, *, after: str = "") -> WorkersPageData:
-    """The queues after the name ``after``; ``Unavailable`` when Redis does not answer."""
+def _kept(group: WorkerGroup, needle: str) -> WorkerGroup | None:
+    """The group as the filter ``needle`` (lower case) keeps it, or None when it keeps none of it."""
+    found = group.found
+    if not needle or needle in group.queue.lower():
+        return group
+    if found is None:
+        return None
+    workers = [w for w in found.workers if needle in w.id.lower() or needle in w.host.lower()]
+    return replace(group, found=replace(found, workers=workers, live=len(workers))) if workers else None
+
+
+def read_workers_page(mq: EchoMQ, *, after: str = "", text: str = "") -> WorkersPageData:
+    """The queues after the name ``after``, filtered by ``text``; ``Unavailable`` when Redis does not answer.
+
+    The filter applies to what one page reads (``QUEUES_PER_PAGE`` queues), so a page costs the same whatever
+    it holds; the next page goes on after the last queue read.
+    """
+    text = text.strip()[:FILTER_MAX]
     names = [n for n in mq.known_queues().names if n > after][:QUEUES_PER_PAGE + 1]
     page = names[:QUEUES_PER_PAGE]
     results = mq.run_many([reads.workers(q, limit=WORKERS_PER_QUEUE) for q in page])
     groups = [WorkerGroup(name, None, str(result)) if isinstance(result, Exception) else WorkerGroup(name, result)
               for name, result in zip(page, results) if isinstance(result, Exception) or result.live]
-    live = [g.found for g in groups if g.found is not None]
-    return WorkersPageData(groups, max((f.now_ms for f in live), default=0), sum(f.live for f in live), after,
-                           page[-1] if len(names) > QUEUES_PER_PAGE else None)
+    kept = [g for g in (_kept(group, text.lower()) for group in groups) if g is not None]
+    live = [g.found for g in kept if g.found is not None]
+    return WorkersPageData(kept, max((f.now_ms for f in live), default=0), sum(f.live for f in live), after,
+                           page[-1] if len(names) > QUEUES_PER_PAGE else None, text)

@@ -51,3 +51,42 @@ def test_a_job_whose_worker_is_gone_says_so_and_one_whose_worker_lives_does_not(
 
 def test_the_workers_page_needs_a_login(client: Client, console_mq: EchoMQ) -> None:
     assert client.get("/workers/").status_code == 302
+
+
+def test_every_worker_is_a_row_of_one_table_with_its_queue_in_the_first_column(viewer_client: Client,
+                                                                              console_mq: EchoMQ) -> None:
+    for queue in ("mail", "thumbs"):
+        console_mq.enqueue(queue, "x")
+        console_mq.run(moves.register_worker(queue, f"box-1:{len(queue)}", held=[], **FACTS))
+        console_mq.run(moves.register_worker(queue, f"box-2:{len(queue)}", held=[], **{**FACTS, "host": "box-2"}))
+
+    page = viewer_client.get("/workers/").content.decode()
+
+    assert page.count("<table") == 1 and page.count("<th>Queue</th>") == 1
+    rows = page.split('<tbody class="worker-group">')[1:]
+    assert len(rows) == 2 and all(row.count("<tr>") == 2 for row in rows)
+    assert ">mail</a>" in rows[0] and ">thumbs</a>" in rows[1]
+
+
+def test_the_filter_keeps_a_queue_by_its_name_or_a_worker_by_its_id_or_host(viewer_client: Client,
+                                                                          console_mq: EchoMQ) -> None:
+    for queue in ("mail", "thumbs"):
+        console_mq.enqueue(queue, "x")
+        console_mq.run(moves.register_worker(queue, f"box-1:{len(queue)}", held=[], **FACTS))
+        console_mq.run(moves.register_worker(queue, f"box-2:{len(queue)}", held=[], **{**FACTS, "host": "box-2"}))
+
+    by_queue = viewer_client.get("/workers/?q=MAI").content.decode()
+    by_host = viewer_client.get("/workers/?q=box-2").content.decode()
+    nothing = viewer_client.get("/workers/?q=nowhere").content.decode()
+
+    assert ">mail</a>" in by_queue and "thumbs" not in by_queue and "2 alive matching “MAI”" in by_queue
+    assert "box-1:4" not in by_host and "box-2:4" in by_host and "box-2:6" in by_host and "2 alive" in by_host
+    assert 'id="no-workers"' in nothing and "matching “nowhere”" in nothing
+    assert 'value="box-2"' in by_host
+
+
+def test_the_queue_pages_workers_link_opens_the_page_filtered_to_its_queue(viewer_client: Client,
+                                                                        console_mq: EchoMQ) -> None:
+    console_mq.enqueue("mail", "x")
+
+    assert 'href="/workers/?q=mail">Workers</a>' in viewer_client.get("/queue/?q=mail").content.decode()

@@ -18,6 +18,7 @@ from queues import STATES, InvalidInput, Unavailable, validate_queue_name
 from queues.failure_explain import explain_failures
 
 from ..http import HtmxHttpRequest
+from ..pages.failures import read_failures_everywhere
 from ..services import read
 from .requests import FORM_FIELDS, SearchRequest, new_run_token
 
@@ -70,8 +71,11 @@ def search_page(request: HtmxHttpRequest) -> HttpResponse:
 def failures_page(request: HttpRequest) -> HttpResponse:
     """A queue's failed jobs grouped by cause, with what explains each group (queues.failure_explain): a fixed
     number of bounded reads, whatever the failed count. ``release`` and ``host`` keep the groups that ran there,
-    ``sort=new`` puts the groups that began after the newest deploy mark first."""
+    ``sort=new`` puts the groups that began after the newest deploy mark first. Without a queue: the largest
+    groups of every queue, a bounded number of queues a page."""
     name = request.GET.get("q", "")
+    if "q" not in request.GET:
+        return _failures_everywhere(request)
     release, host, sort = (request.GET.get(k, "").strip() for k in ("release", "host", "sort"))
     context: dict[str, Any] = {"queue": name, "now_ms": 0, "release": release, "host": host, "sort": sort or "count"}
     try:
@@ -87,3 +91,13 @@ def failures_page(request: HttpRequest) -> HttpResponse:
                       {**context, "redis_down": True, "redis_error": str(error)}, status=503)
     context.update(read=explained, now_ms=explained.now_ms)
     return render(request, "dashboard/search/failures.html", context)
+
+
+def _failures_everywhere(request: HttpRequest) -> HttpResponse:
+    after = request.GET.get("after", "")
+    try:
+        data = read(lambda mq: read_failures_everywhere(mq, after=after))
+    except Unavailable as error:
+        return render(request, "dashboard/search/failures_everywhere.html",
+                      {"now_ms": 0, "redis_down": True, "redis_error": str(error)}, status=503)
+    return render(request, "dashboard/search/failures_everywhere.html", {"data": data, "now_ms": data.now_ms})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -10,7 +12,7 @@ from tests.support.browser import Console
 
 pytestmark = pytest.mark.browser
 
-FACTS = dict(ttl_ms=600_000, host="box-1", pid=4242, runtime="python 3.11", concurrency=8, started_ms=1)
+FACTS: dict[str, Any] = dict(ttl_ms=600_000, host="box-1", pid=4242, runtime="python 3.11", concurrency=8, started_ms=1)
 
 
 def test_the_columns_line_up_across_queues_and_the_filter_keeps_one_queue(page: Page, console: Console,

@@ -8,7 +8,7 @@ from django.db import models
 class Console(models.Model):
     """A table-less model that carries the console's custom permission.
 
-    Operators hold ``dashboard.act_on_jobs``; viewers do not. Every operator
+    Operators hold ``emq_console.act_on_jobs``; viewers do not. Every operator
     action checks it on the server, whatever the page showed.
     """
 

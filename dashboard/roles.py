@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, AnonymousUser, Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 
@@ -11,10 +12,10 @@ from .models import Console
 
 OPERATORS: Final = "operators"
 VIEWERS: Final = "viewers"
-ACT_PERMISSION: Final = "dashboard.act_on_jobs"
+ACT_PERMISSION: Final = "emq_console.act_on_jobs"
 # Both roles hold it; an account outside them (one made only to place orders, say) does not, so its API
 # token reads neither /metrics nor the JSON API.
-VIEW_PERMISSION: Final = "dashboard.view_console"
+VIEW_PERMISSION: Final = "emq_console.view_console"
 
 
 def ensure_roles() -> tuple[Group, Group]:
@@ -39,7 +40,9 @@ def user_create(*, username: str, password: str, role: str) -> User:
     """Creates or resets a console user in the given role (``operators`` or ``viewers``)."""
     operators, viewers = ensure_roles()
     group = {OPERATORS: operators, VIEWERS: viewers}[role]
-    user, _ = User.objects.get_or_create(username=username)
+    model = get_user_model()  # the project's, which a host project may have swapped for its own
+    lookup: dict[str, Any] = {model.USERNAME_FIELD: username}
+    user, _ = model.objects.get_or_create(**lookup)
     user.set_password(password)
     user.save()
     user.groups.set([group])

@@ -171,13 +171,15 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "dashboard.urls"
+ROOT_URLCONF = "dashboard.project_urls"
 ASGI_APPLICATION = "dashboard.asgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The console's templates and static files are its app's (dashboard/templates and dashboard/static, links to
+        # the folders at the top of the checkout), found as a host project finds them.
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -190,9 +192,11 @@ TEMPLATES = [
     },
 ]
 
+# A checkout keeps its database beside manage.py; an installed package, in the directory it is started from.
+_DATA_DIR = BASE_DIR if (BASE_DIR / "manage.py").exists() else Path.cwd()
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"), conn_max_age=0
+        os.environ.get("DATABASE_URL", f"sqlite:///{_DATA_DIR / 'db.sqlite3'}"), conn_max_age=0
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -200,7 +204,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # lock first and waits for it, instead of failing with "database is locked" when another thread writes.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
     # Channels' live-server tests run daphne in another process: it needs a file.
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(BASE_DIR / "test-db.sqlite3")
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(_DATA_DIR / "test-db.sqlite3")
 
 # createoperator and createviewer check passwords with these (the demo's own logins are exempt).
 AUTH_PASSWORD_VALIDATORS = [
@@ -247,7 +251,6 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 # whitenoise serves the files from their folders (finders); STATIC_ROOT only
 # matters to whoever runs collectstatic, so it is set only when asked for.
 STATIC_ROOT = os.environ.get("STATIC_ROOT") or None

@@ -1,17 +1,19 @@
+"""The console's pages, mountable under any prefix: ``path("ops/queues/", include("dashboard.urls"))``.
+
+The standalone project's own URLs (admin, login, logout) are in ``dashboard.project_urls``; mounted, the console
+links to the host's ``login`` and ``logout`` (README, "Mounting in your project").
+"""
+
 from __future__ import annotations
 
-from django.contrib import admin
-from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from . import payload_views, views
-from .api.api import api, not_found
+from .api.api import api
+from .mounting import console_requests
 from .orders import token_views
 
-urlpatterns = [
-    path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+urlpatterns: list[URLPattern | URLResolver] = [
     # The console. Queue names and job ids travel in the query
     # string: they may hold '/' and other characters a path cannot carry.
     path("", views.overview, name="overview"),
@@ -40,5 +42,4 @@ urlpatterns = [
     # The JSON API, its OpenAPI schema (/api/schema) and interactive docs (/api/docs), POST /api/orders included.
     path("api/", api.urls),
 ]
-
-handler404 = not_found
+console_requests(urlpatterns)

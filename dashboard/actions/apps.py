@@ -10,6 +10,11 @@ class ActionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.apps import apps
+
+        # The standalone console throttles its logins with django-axes; a host project may have another way.
+        if not apps.is_installed("axes"):
+            return
         from axes.signals import user_locked_out
 
         from .audit import record_lockout

@@ -73,7 +73,7 @@ def operators_only(view: View) -> View:
         if not request.user.is_authenticated:
             if request.htmx:
                 response = HttpResponse(status=401)
-                response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': request.headers.get('HX-Current-URL', '/')})}"
+                response["HX-Redirect"] = redirect_to_login(request.headers.get("HX-Current-URL", reverse("overview"))).url
                 return response
             return redirect_to_login(request.get_full_path())
         ticked = len(request.POST.getlist("job")) if request.method == "POST" else 0

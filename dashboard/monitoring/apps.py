@@ -5,7 +5,7 @@ from django.apps import AppConfig
 
 class MonitoringConfig(AppConfig):
     name = "dashboard.monitoring"
-    label = "monitoring"
+    label = "emq_monitoring"
 
     def ready(self) -> None:
         from .access import metrics_networks

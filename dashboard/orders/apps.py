@@ -8,7 +8,7 @@ from django.apps import AppConfig
 def _roles_changed(sender: Any, instance: Any, action: str, reverse: bool, pk_set: set[int] | None,
                    **kwargs: Any) -> None:
     """A role or permission taken away: the users' tokens go (a demoted operator's script must not act on)."""
-    from django.contrib.auth.models import User
+    from django.contrib.auth import get_user_model
 
     from .tokens import api_tokens_delete_all
 
@@ -20,7 +20,7 @@ def _roles_changed(sender: Any, instance: Any, action: str, reverse: bool, pk_se
         for user in instance.user_set.all():
             api_tokens_delete_all(user)
     else:
-        for user in User.objects.filter(pk__in=pk_set or ()):
+        for user in get_user_model().objects.filter(pk__in=pk_set or ()):
             api_tokens_delete_all(user)
 
 
@@ -38,9 +38,11 @@ class OrdersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.contrib.auth.models import User
+        from django.contrib.auth import get_user_model
         from django.db.models.signals import m2m_changed, post_save
 
+        # The project's user model, which a host project may have swapped for its own.
+        User = get_user_model()
         for through in (User.groups.through, User.user_permissions.through):
             m2m_changed.connect(_roles_changed, sender=through, dispatch_uid=f"tokens-{through.__name__}")
         post_save.connect(_user_saved, sender=User, dispatch_uid="tokens-deactivated")

@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Final
 
 from django import template
+from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
@@ -121,3 +122,10 @@ def payload_escaped(value: object) -> bool:
 def visible_payload(value: object) -> str:
     """A payload shown as text, with its invisible and bidi characters (not its line breaks) as escapes."""
     return _PAYLOAD_HIDDEN.sub(escape_char, "" if value is None else str(value))
+
+
+@register.simple_tag
+def console_socket(path: str) -> str:
+    """The path of the console's WebSocket ``path`` (``"queue/"``) under the prefix its pages are served at: the
+    host's ASGI router mounts the console's sockets under the same prefix as its URLs."""
+    return f"{reverse('overview')}ws/{path}"

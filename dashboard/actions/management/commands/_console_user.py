@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -36,7 +36,8 @@ class ConsoleUserCommand(BaseCommand):
         if not password:
             raise CommandError("give a password: run it on a terminal to be asked, or set EMQ_PASSWORD")
         try:
-            validate_password(password, user=User(username=username))
+            model = get_user_model()
+            validate_password(password, user=model(**{model.USERNAME_FIELD: username}))
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
         return password

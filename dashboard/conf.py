@@ -39,6 +39,7 @@ DEFAULTS: Final[dict[str, Any]] = {
     "EMQ_CENSUS_PASS_S": 5.0,
     "EMQ_LIVE_SAFETY_POLL_S": 5.0,
     "EMQ_OVERVIEW_REASONS": True,
+    "EMQ_ALERTS_INTERVAL_S": 10.0,
 }
 
 

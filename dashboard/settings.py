@@ -186,7 +186,6 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dashboard.monitoring.eviction.eviction_banner",
             ],
         },
     },

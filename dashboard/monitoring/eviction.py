@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Final
+from typing import Final
 
 from django.http import HttpRequest
 
@@ -44,9 +44,10 @@ def eviction_check_reset() -> None:
     _checked_at, _warning = -CHECK_EVERY_S, ""
 
 
-def eviction_banner(request: HttpRequest) -> dict[str, Any]:
-    """Context processor: signed-in pages carry ``eviction_warning``."""
+def eviction_banner(request: HttpRequest | None) -> str:
+    """The banner's warning on a signed-in page (read by the page itself, so a host project needs no context
+    processor); empty otherwise."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        return {}
-    return {"eviction_warning": eviction_warning()}
+        return ""
+    return eviction_warning()

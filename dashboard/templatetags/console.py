@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
+from dashboard.monitoring.eviction import eviction_banner as monitoring_eviction_banner
 from queues.keys import job_id_token, parse_job_id_token
 from queues.operator_moves import JOB_MOVES
 from queues.visible import INVISIBLE, escape_char, has_invisible, visible as visible_text
@@ -129,3 +130,9 @@ def console_socket(path: str) -> str:
     """The path of the console's WebSocket ``path`` (``"queue/"``) under the prefix its pages are served at: the
     host's ASGI router mounts the console's sockets under the same prefix as its URLs."""
     return f"{reverse('overview')}ws/{path}"
+
+
+@register.simple_tag(takes_context=True)
+def eviction_banner(context: template.Context) -> str:
+    """The warning of the eviction banner for this page's signed-in user (dashboard.monitoring.eviction)."""
+    return monitoring_eviction_banner(context.get("request"))

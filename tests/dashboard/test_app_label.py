@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 
+from dashboard import CONSOLE_APPS
 from dashboard.conf import DEFAULTS
 from dashboard.roles import ACT_PERMISSION, VIEW_PERMISSION, user_create
 
@@ -28,6 +30,12 @@ def test_no_console_app_is_labelled_dashboard() -> None:
     assert "dashboard" not in labels
     assert apps.get_app_config("emq_console").name == "dashboard"
     assert ACT_PERMISSION == "emq_console.act_on_jobs" and VIEW_PERMISSION == "emq_console.view_console"
+
+
+def test_a_host_project_adds_the_same_apps_the_standalone_project_runs() -> None:
+    standalone = [name for name in settings.INSTALLED_APPS if name in CONSOLE_APPS or name.startswith("dashboard")]
+
+    assert standalone == CONSOLE_APPS
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Browser, Page
 
@@ -23,6 +24,8 @@ class Console:
     url: str
     redis: RedisServer
     env: dict[str, str]
+    # Mounted in a host project (tests/hostproject), the host's login page; standalone, the console's own.
+    login_url: str = ""
 
     def cli(self, *args: str) -> str:
         """Runs the ``emq`` CLI against the console's Redis; returns its output."""
@@ -50,7 +53,7 @@ def logged_in(browser: Browser, console: Console, username: str, password: str, 
     """A page of a fresh browser context (its own cookies), logged in; close its context when done."""
     context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **options})  # type: ignore[arg-type]
     page = context.new_page()
-    page.goto(console.url + "login/")
+    page.goto(f"{console.login_url}?next={urlsplit(console.url).path}" if console.login_url else console.url + "login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
     page.click("button[type=submit]")

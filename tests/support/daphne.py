@@ -15,13 +15,13 @@ from tests.support.redis_servers import dies_with_this_process, free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0, probe: str = "login/") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"daphne exited with {process.returncode}")
         try:
-            urllib.request.urlopen(url + "login/", timeout=1)
+            urllib.request.urlopen(url + probe, timeout=1)
             return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.1)
@@ -29,16 +29,17 @@ def wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 3
 
 
 def start_daphne(env: dict[str, str], workdir: Path, name: str,
-                 options: tuple[str, ...] = ()) -> tuple[str, subprocess.Popen[bytes]]:
-    """Starts daphne on a free port (with ``options``, e.g. ``--proxy-headers``) and waits until it answers;
-    returns its base URL (ending in /)."""
+                 options: tuple[str, ...] = (), application: str = "dashboard.asgi:application",
+                 probe: str = "login/") -> tuple[str, subprocess.Popen[bytes]]:
+    """Starts daphne on a free port (with ``options``, e.g. ``--proxy-headers``) serving ``application`` and waits
+    until ``probe`` answers; returns its base URL (ending in /)."""
     port = free_port()
     daphne = subprocess.Popen([*dies_with_this_process(), sys.executable, "-m", "daphne", "-b", "127.0.0.1",
-                               "-p", str(port), *options, "dashboard.asgi:application"], env=env, cwd=ROOT,
+                               "-p", str(port), *options, application], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=open(workdir / f"{name}.log", "wb"))
     url = f"http://127.0.0.1:{port}/"
     try:
-        wait_for_http(url, daphne)
+        wait_for_http(url, daphne, probe=probe)
     except RuntimeError:
         stop_daphne(daphne)
         raise

@@ -15,6 +15,7 @@ from channels.routing import URLRouter
 from .alerts.runner import alerts_start, alerts_stop
 from .asgi_limits import ASGIApp, Receive, Scope, Send, WebsocketOriginValidator
 from .routing import websocket_urlpatterns
+from .scheduler import scheduler_start, scheduler_stop
 from .socket_caps import SocketCaps, UserSocketCaps
 from .sweeper import sweeper_start, sweeper_stop
 
@@ -39,10 +40,13 @@ class ConsoleWebsockets:
 
 
 def console_websockets() -> ConsoleWebsockets:
-    """The console's sockets, and this server process's lease sweeper (``EMQ_SWEEPER_INTERVAL_S``; 0: none) and
-    alert rules (``EMQ_ALERTS_INTERVAL_S``), which the standalone project's ASGI module starts too."""
+    """The console's sockets, and this server process's lease sweeper (``EMQ_SWEEPER_INTERVAL_S``; 0: none),
+    alert rules (``EMQ_ALERTS_INTERVAL_S``) and schedules (``EMQ_SCHEDULER_INTERVAL_S``), which the standalone
+    project's ASGI module starts too."""
     if sweeper_start() is not None:
         atexit.register(sweeper_stop)
     if alerts_start() is not None:
         atexit.register(alerts_stop)
+    if scheduler_start() is not None:
+        atexit.register(scheduler_stop)
     return ConsoleWebsockets()

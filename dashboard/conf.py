@@ -40,6 +40,7 @@ DEFAULTS: Final[dict[str, Any]] = {
     "EMQ_LIVE_SAFETY_POLL_S": 5.0,
     "EMQ_OVERVIEW_REASONS": True,
     "EMQ_ALERTS_INTERVAL_S": 10.0,
+    "EMQ_SCHEDULER_INTERVAL_S": 1.0,
 }
 
 

@@ -91,3 +91,4 @@ EMQ_REDIS_URL = os.environ["EMQ_REDIS_URL"]
 # Tests prove "nothing changed" by the keyspace: no sweeper may recover a lapsed lease meanwhile.
 EMQ_SWEEPER_INTERVAL_S = 0.0
 EMQ_ALERTS_INTERVAL_S = 0.0
+EMQ_SCHEDULER_INTERVAL_S = 0.0

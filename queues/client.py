@@ -13,6 +13,7 @@ run, so sending it again cannot apply a move twice.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
@@ -260,9 +261,15 @@ def _bound(send: Callable[..., Any], describe: Callable[..., Any]) -> Callable[.
     """``send`` named, documented and signed as ``describe`` without its first argument (the client)."""
     send.__name__ = send.__qualname__ = describe.__name__
     send.__doc__ = describe.__doc__
-    send.__signature__ = inspect.signature(describe).replace(  # type: ignore[attr-defined]
-        parameters=list(inspect.signature(describe).parameters.values())[1:])
+    send.__signature__ = _signature_without_client(describe)  # type: ignore[attr-defined]
     return send
+
+
+@functools.cache
+def _signature_without_client(describe: Callable[..., Any]) -> inspect.Signature:
+    # Worked out once per move, not on every call: a move sent one by one paid for inspect each time.
+    signature = inspect.signature(describe)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 @dataclass(frozen=True, slots=True)

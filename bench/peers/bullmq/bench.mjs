@@ -1,5 +1,5 @@
 // BullMQ's side of one figure of `python -m bench`, against the same redis-server.
-// Usage: node bench.mjs PORT JOBS FIGURE   (FIGURE: add-one | add-bulk | process-1 | process-16)
+// Usage: node bench.mjs PORT JOBS FIGURE   (FIGURE: add-one | add-bulk | process-1 | process-16 | fill | drain)
 // Prints one JSON object: {"what", "value", "unit", "note"}. The harness calls it once per round, so
 // BullMQ's rounds interleave with EchoMQ's and a drift of the machine's speed lands on both sides.
 import { Queue, Worker } from 'bullmq';
@@ -67,7 +67,30 @@ async function processAll(concurrency) {
   await queue.close();
 }
 
+// The per-job cost figures (bench/per_job_cost.py): the harness reads INFO and memory between them.
+async function fill() {
+  const queue = new Queue('bench-cost', { connection });
+  await queue.waitUntilReady();
+  await addBulk(queue, jobs);
+  figure('fill (Queue.addBulk)', jobs, 'jobs', 'left pending');
+  await queue.close();
+}
+
+async function drain() {
+  let done = 0;
+  let worker;
+  await new Promise((resolve, reject) => {
+    worker = new Worker('bench-cost', async () => {}, { connection, concurrency: 1 });
+    worker.on('completed', () => { if (++done === jobs) resolve(); });
+    worker.on('failed', (job, error) => reject(error));
+  });
+  await worker.close();
+  figure('drain (Worker, concurrency 1)', done, 'jobs', 'left completed');
+}
+
 const figures = {
+  'fill': fill,
+  'drain': drain,
   'add-one': addOne,
   'add-bulk': addInBulk,
   'process-1': () => processAll(1),

@@ -130,6 +130,44 @@
     const dialog = e.target instanceof Element ? e.target.closest("dialog.confirm-dialog") : null;
     if (dialog && e.detail.xhr && e.detail.xhr.status > 0) dialog.close();
   });
+  // A bulk run that ends on the failures page or over a search's results: the page catches up with what it
+  // did (the groups and their counts, the matches and their states), once the pointer is off the list that
+  // changes, so nothing moves under it. The finished run's box stays where it was.
+  const caughtUp = new Set();
+  const whenPointerLeaves = (el, then) => {
+    if (el && el.matches(":hover")) el.addEventListener("mouseleave", then, { once: true });
+    else then();
+  };
+  const keptRuns = [];
+  const catchUp = () => {
+    for (const progress of document.querySelectorAll("#failure-runs .run-progress, .search-results .action-runs .run-progress")) {
+      if (progress.classList.contains("running") || caughtUp.has(progress.id)) continue;
+      caughtUp.add(progress.id);
+      const groups = document.getElementById("failure-groups");
+      if (progress.closest("#failure-runs") && groups) {
+        whenPointerLeaves(groups, () => htmx.ajax("GET", location.pathname + location.search,
+          { target: "#failure-groups", select: "#failure-groups", swap: "outerHTML" }));
+        continue;
+      }
+      const form = document.querySelector("form.search-form");
+      const results = document.getElementById("search-results");
+      if (!form || !results) continue;
+      whenPointerLeaves(results.querySelector(".search-matches"), () => {
+        for (const box of results.querySelectorAll(".action-runs > .run")) {
+          box.removeAttribute("ws-connect");
+          box.removeAttribute("hx-ext");
+          keptRuns.push(box);
+        }
+        htmx.trigger(form, "submit");
+      });
+    }
+  };
+  document.addEventListener("htmx:wsAfterMessage", catchUp);
+  document.addEventListener("htmx:afterSettle", () => {
+    const runs = document.querySelector("#search-results .action-runs");
+    if (!runs || !keptRuns.length) return;
+    for (const box of keptRuns.splice(0)) runs.append(box);
+  });
   const typing = (t) => t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;

@@ -1,5 +1,6 @@
-"""In real Chromium: the queue page catches up after an action. A row's press moves focus to its answer, and
-a ticked run that started clears its ticks, so the held table shows what the move did once the pointer leaves."""
+"""In real Chromium: pages catch up after an action. A row's press moves focus to its answer, and a ticked run
+that started clears its ticks, so the held table shows what the move did once the pointer leaves; a run that
+finishes on the failures page or over a search's results brings the groups and the matches up to date."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.presenters import dom_id
-from queues import EchoMQ
+from queues import EchoMQ, moves
 from tests.support.browser import Console, wait_until_live
 from tests.support.jobs import failed_jobs
 
@@ -45,3 +46,51 @@ def test_a_ticked_run_clears_its_ticks_and_the_table_then_shows_the_moves(operat
     expect(page.locator(f"#{dom_id('j', first)}")).to_have_count(0, timeout=10_000)
     expect(page.locator(f"#pick-{dom_id('j', second)}")).not_to_be_checked()
     expect(page.locator("#selection-form button[value=retry]")).to_be_disabled()
+
+
+def _fail(mq: EchoMQ, queue: str, job_id: str, error: str) -> None:
+    mq.enqueue(queue, "{}", job_id=job_id, max_attempts=1)
+    [job] = [j for j in mq.claim(queue, count=10) if j.id == job_id]
+    mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
+
+
+def test_the_failures_page_shows_the_groups_a_finished_run_left(operator_page: Page, console: Console,
+                                                                mq: EchoMQ) -> None:
+    page = operator_page
+    queue = "catch-failures"
+    for n in range(3):
+        _fail(mq, queue, f"t{n}", f"timeout after {3000 + n} ms")
+    _fail(mq, queue, "c1", "card declined")
+    page.goto(console.url + f"failures/?q={queue}")
+    groups = page.locator(".failure-group")
+    expect(groups).to_have_count(2)
+
+    groups.first.locator("button[value=retry]").first.click()
+    page.locator("dialog.confirm-dialog button.danger").click()
+
+    expect(page.locator("#failure-runs .run-progress .tally")).to_contain_text("3 moved", timeout=15_000)
+    page.mouse.move(5, 5)
+    expect(groups).to_have_count(1, timeout=10_000)
+    expect(groups.first.locator(".signature")).to_have_text("card declined")
+    expect(page.locator("#failure-groups")).to_contain_text("1 failed jobs")
+    expect(page.locator("#failure-runs .run-progress .tally")).to_contain_text("3 moved")  # the run's box stays
+
+
+def test_search_results_show_the_states_a_finished_run_left(operator_page: Page, console: Console,
+                                                            mq: EchoMQ) -> None:
+    page = operator_page
+    queue = "catch-search"
+    for n in range(3):
+        _fail(mq, queue, f"s{n}", "zebra timeout")
+    page.goto(console.url + f"search/?q={queue}&state=failed&error=zebra")
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    expect(page.locator(".search-match")).to_have_count(3)
+
+    page.locator(".search-act-form button[value=retry]").click()
+    page.locator("dialog.confirm-dialog button.danger").click()
+
+    page.mouse.move(5, 5)
+    expect(page.locator(".search-match")).to_have_count(0, timeout=15_000)
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    expect(page.locator("#search-results .run-progress .tally")).to_contain_text("3 moved")
+    assert mq.stats(queue).counts["pending"] == 3

@@ -119,6 +119,13 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
                  ("pending", "active", "done", "failed"), asks_first=STATES, odd_states=True,
                  ask_one=("Delete job {job} {shown} from", "This cannot be undone.", "Yes, delete it", "Keep it"),
                  warning="This cannot be undone."),
+    OperatorMove("rerun", "job", "rerun", "Re-run", "re-run",
+                 "a done job runs again, due now, as a new attempt of the same job", "re-run a job",
+                 ("done",), asks_first=("done",),
+                 ask_one=("Run job {job} {shown} again in",
+                          "It goes back to pending, due now, as a new attempt of the same job: its handler runs "
+                          "again, with the same payload.", "Yes, run it again", "Keep it"),
+                 warning="Each goes back to pending, due now, as a new attempt: its handler runs again."),
     OperatorMove("edit", "job", "edit", "Edit", "edited",
                  "change a pending or failed job's payload (and max attempts), optionally retrying it; the old "
                  "payload is kept as a version", "edit a payload", ("failed", "pending"), over_search=False,

@@ -64,6 +64,7 @@ PROTOCOL_MOVES: Final[tuple[ProtocolMove, ...]] = (
     ProtocolMove("promote", ("pending",), (Target("pending", "p"),)),
     ProtocolMove("cancel", ("pending", "active"), (Target("failed", "x"),)),
     ProtocolMove("delete", ("pending", "active", "done", "failed"), (Target(""),)),
+    ProtocolMove("rerun", ("done",), (Target("pending", "u"),)),
     ProtocolMove("edit", ("failed", "pending"), (Target("pending", "E"), Target("failed", "Y"))),
     ProtocolMove("restore", ("failed", "pending"), (Target("pending", "S"), Target("failed", "Z"))),
     # The operator's moves on a whole queue that record events of their own.

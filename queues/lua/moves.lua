@@ -15,6 +15,7 @@ local MOVE_TARGET = {
   promote = {pending = true},
   cancel = {failed = true},
   delete = {[''] = true},
+  rerun = {pending = true},
   edit = {pending = true, failed = true},
   restore = {pending = true, failed = true},
   purge = {[''] = true},
@@ -36,6 +37,7 @@ local MOVE_CODE = {
   promote = {pending = 'p'},
   cancel = {failed = 'x'},
   delete = {},
+  rerun = {pending = 'u'},
   edit = {pending = 'E', failed = 'Y'},
   restore = {pending = 'S', failed = 'Z'},
   purge = {},
@@ -56,6 +58,7 @@ local COUNT_FIELD = {
   promote = {pending = 'promote'},
   cancel = {failed = 'cancel'},
   delete = {[''] = 'delete'},
+  rerun = {pending = 'rerun'},
   edit = {pending = 'edit:pending', failed = 'edit:failed'},
   restore = {pending = 'restore:pending', failed = 'restore:failed'},
   purge = {[''] = 'purge'},
@@ -75,6 +78,6 @@ local SERIES_FIELD = {
 local COUNTED = {
   'enqueue', 'claim', 'complete', 'fail:pending', 'fail:failed', 'release',
   'corrupt', 'retry', 'recover:pending', 'recover:failed', 'promote', 'cancel',
-  'delete', 'edit:pending', 'edit:failed', 'restore:pending', 'restore:failed', 'purge',
-  'pause', 'resume', 'remove_key',
+  'delete', 'rerun', 'edit:pending', 'edit:failed', 'restore:pending', 'restore:failed',
+  'purge', 'pause', 'resume', 'remove_key',
 }

@@ -1,6 +1,6 @@
 """The recipe in queues/operator_moves.py works: a throwaway move added its way runs on every surface.
 
-In a copy of the tree, "rerun" (done → pending, due now) is added exactly as the recipe says: its Lua
+In a copy of the tree, "requeue" (done → pending, due now) is added exactly as the recipe says: its Lua
 file, its row in the protocol table, ``python -m queues.protocol_moves``, its row in the operator
 table. Then a test inside the copy drives it through the library (script, history, counters), the
 ``emq`` CLI, the job page's button, the JSON API and the audit log, and Django finds no migration to
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 RERUN_LUA = """#!lua
 --@include common.lua
--- rerun (operator): a done job runs again: done -> pending, due now.
+-- requeue (operator): a done job runs again: done -> pending, due now.
 --
 -- KEYS: 1 pending, 2 active, 3 done, 4 failed, 5 events, 6 job hash
 -- ARGV: 1 id, 2 expected state (must be 'done'), 3 expected attempts ('' = any), 4 actor
@@ -27,7 +27,7 @@ RERUN_LUA = """#!lua
 --        {'REFUSED', reason, state, attempts}  reason: missing | state | attempts
 --        {'REFUSED', 'wrongtype', key, type}
 -- Errors (nothing written): bad keys or expected state.
-local unknown_move = check_moves('rerun')
+local unknown_move = check_moves('requeue')
 if unknown_move then return unknown_move end
 --@include operator_args.lua
 local refused = check_types(1, 3, 5)
@@ -39,12 +39,13 @@ local now = now_ms()
 redis.call('ZREM', KEYS[3], id)
 redis.call('ZADD', KEYS[1], now, id)
 redis.call('HSET', KEYS[6], 'state', 'pending')
-emit(KEYS[5], 'rerun', id, 'done', 'pending', attempts, ARGV[4] or '', now, KEYS[6])
+emit(KEYS[5], 'requeue', id, 'done', 'pending', attempts, ARGV[4] or '', now, KEYS[6])
 return {'OK', 'pending', attempts}
 """
 
-PROTOCOL_ROW = '    ProtocolMove("rerun", ("done",), (Target("pending", "u"),)),\n'
-OPERATOR_ROW = ('    OperatorMove("rerun", "job", "rerun", "Rerun", "rerun", "done → pending, due now", "run a done job again",\n'
+PROTOCOL_ROW = '    ProtocolMove("requeue", ("done",), (Target("pending", "q"),)),\n'
+OPERATOR_ROW = ('    OperatorMove("requeue", "job", "requeue", "Requeue", "requeue", "done → pending, due now",\n'
+                '                 "run a done job again",\n'
                 '                 ("done",)),\n')
 
 END_TO_END = '''
@@ -64,41 +65,42 @@ from tests.support.jobs import done_jobs
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_rerun_moves_a_done_job_on_every_surface(operator_client: Client, operator, console_mq: EchoMQ,
+def test_requeue_moves_a_done_job_on_every_surface(operator_client: Client, operator, console_mq: EchoMQ,
                                                   redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     first, second, third = done_jobs(console_mq, "mail", 3)
 
     # The library: the script, its history entry and its counter.
-    assert console_mq.operator_move("rerun", "mail", first).describe() == "rerun: job " + first + " is now pending (attempts 1)"
+    assert console_mq.operator_move("requeue", "mail", first).describe() == (
+        "requeue: job " + first + " is now pending (attempts 1)")
     job = console_mq.job("mail", first)
     assert job.state == "pending"
-    assert [(e.move, e.source, e.target) for e in console_mq.job_events("mail", first)][0] == ("rerun", "done", "pending")
-    assert console_mq.run(reads.counts("mail"))["rerun"] == 1
+    assert [(e.move, e.source, e.target) for e in console_mq.job_events("mail", first)][0] == ("requeue", "done", "pending")
+    assert console_mq.run(reads.counts("mail"))["requeue"] == 1
 
     # The CLI.
-    assert main(["--url", redis_url, "rerun", "mail", second]) == 0
+    assert main(["--url", redis_url, "requeue", "mail", second]) == 0
     assert console_mq.job("mail", second).state == "pending"
 
     # The job page offers the button, and pressing it moves the job and writes the audit log.
     page = operator_client.get(f"/job/?q=mail&id={third}").content.decode()
-    assert 'name="move" value="rerun"' in page
-    response = operator_client.post("/actions/job/", {"q": "mail", "id": third, "move": "rerun", "state": "done",
+    assert 'name="move" value="requeue"' in page
+    response = operator_client.post("/actions/job/", {"q": "mail", "id": third, "move": "requeue", "state": "done",
                                                       "attempts": "1"}, headers={"HX-Request": "true"})
     assert response.status_code == 200, response.content
     assert console_mq.job("mail", third).state == "pending"
-    assert AuditEntry.objects.get(action="rerun").outcome == "moved"
+    assert AuditEntry.objects.get(action="requeue").outcome == "moved"
     assert "run a done job again" in operator_client.get("/audit/").content.decode()
 
     # The API, after the job is done again.
     [claimed] = console_mq.claim("mail", count=1)
     console_mq.complete("mail", claimed.id, claimed.token)
     token = api_token_create(user=operator, name="api")
-    answer = Client().post("/api/job/actions", json.dumps({"queue": "mail", "id": claimed.id, "move": "rerun",
+    answer = Client().post("/api/job/actions", json.dumps({"queue": "mail", "id": claimed.id, "move": "requeue",
                                                            "expect_state": "done"}),
                            content_type="application/json", headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 200, answer.content
     assert console_mq.job("mail", claimed.id).state == "pending"
-    assert console_mq.run(reads.counts("mail"))["rerun"] == 4
+    assert console_mq.run(reads.counts("mail"))["requeue"] == 4
 '''
 
 
@@ -128,21 +130,21 @@ def test_a_move_added_as_the_recipe_says_works_on_every_surface_with_no_migratio
     tree = tmp_path / "tree"
     _copy_tree(tree)
     # 1. The Lua file.
-    (tree / "queues" / "lua" / "rerun.lua").write_text(RERUN_LUA)
+    (tree / "queues" / "lua" / "requeue.lua").write_text(RERUN_LUA)
     # 2. The protocol row, then the generated Lua table.
     _insert_after(tree / "queues" / "protocol_moves.py", "PROTOCOL_MOVES: Final[tuple[ProtocolMove, ...]] = (\n",
                   PROTOCOL_ROW)
     generated = _run(tree, "-m", "queues.protocol_moves")
     assert generated.returncode == 0, generated.stderr
-    assert "rerun = {pending = 'u'}" in (tree / "queues" / "lua" / "moves.lua").read_text()
+    assert "requeue = {pending = 'q'}" in (tree / "queues" / "lua" / "moves.lua").read_text()
     # 3. The operator row.
     _insert_after(tree / "queues" / "operator_moves.py", "OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (\n",
                   OPERATOR_ROW)
     # 4. A test, run in the copy.
-    (tree / "tests" / "dashboard" / "test_rerun_end_to_end.py").write_text(END_TO_END)
+    (tree / "tests" / "dashboard" / "test_requeue_end_to_end.py").write_text(END_TO_END)
 
     migrations = _run(tree, "manage.py", "makemigrations", "--check", "--dry-run")
-    run = _run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/dashboard/test_rerun_end_to_end.py")
+    run = _run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/dashboard/test_requeue_end_to_end.py")
 
     assert migrations.returncode == 0, migrations.stdout + migrations.stderr
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-4000:] + run.stderr[-2000:]

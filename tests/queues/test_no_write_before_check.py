@@ -205,6 +205,7 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "retry": [job_id, seen_state, seen_attempts, numbers, actor],
         "recover": [job_id, seen_state, seen_attempts, actor],
         "promote": [job_id, seen_state, seen_attempts, actor],
+        "rerun": [job_id, seen_state, seen_attempts, actor],
         "cancel": [job_id, seen_state, seen_attempts, actor],
         "delete": [job_id, seen_state, seen_attempts, actor],
         "recover_expired": [limit, actor, numbers],
@@ -433,9 +434,9 @@ def test_the_property_catches_a_script_that_errors_after_writing(mq: EchoMQ, tmp
         (tmp_path / path.name).write_text(path.read_text())
     planted = (LUA_DIR / "promote.lua").read_text().replace("local unknown_move = check_moves('promote')\n", "")
     planted = planted.replace("if unknown_move then return unknown_move end\n", "")
-    (tmp_path / "promote.lua").write_text(planted.replace("emit(KEYS[5], 'promote'", "emit(KEYS[5], 'rerun'"))
+    (tmp_path / "promote.lua").write_text(planted.replace("emit(KEYS[5], 'promote'", "emit(KEYS[5], 'requeue'"))
     source = expand("promote.lua", (tmp_path,))
 
     # With the same 120 examples as every script gets, from a fixed seed, so that this never flickers.
-    with pytest.raises(AssertionError, match="promote wrote, then errored: .*rerun"):
+    with pytest.raises(AssertionError, match="promote wrote, then errored: .*requeue"):
         assert_nothing_happened_changed_nothing(mq.redis, "promote", source, derandomize=True)  # type: ignore[arg-type]

@@ -87,13 +87,13 @@ def test_each_history_code_reads_back_as_its_move_and_state() -> None:
 
 def test_a_script_recording_a_move_the_table_does_not_know_is_refused_before_its_first_write(mq: EchoMQ) -> None:
     # promote, as if someone copied it for a new move and forgot the table's row.
-    source = script("promote").source.replace("'promote'", "'rerun'")
+    source = script("promote").source.replace("'promote'", "'requeue'")
     client: redis.Redis = mq.redis  # type: ignore[assignment]
     mq.enqueue("q", "x", job_id="a", delay_ms=60_000)
     keys = QueueKeys("q")
     before = {key: client.dump(key) for key in client.scan_iter()}
 
-    with pytest.raises(redis.exceptions.ResponseError, match="rerun is not in the protocol table"):
+    with pytest.raises(redis.exceptions.ResponseError, match="requeue is not in the protocol table"):
         client.eval(source, 6, *keys.script_keys("a"), "a", "pending", "", "op")
 
     assert {key: client.dump(key) for key in client.scan_iter()} == before

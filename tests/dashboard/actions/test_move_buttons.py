@@ -26,7 +26,7 @@ def _buttons(html: str, form_class: str) -> list[str]:
     ("pending", False, False, ["cancel", "delete"]),
     ("pending", True, False, ["promote", "cancel", "delete"]),
     ("active", False, True, ["recover", "cancel", "delete"]),
-    ("done", False, False, ["delete"]),
+    ("done", False, False, ["delete", "rerun"]),
     ("odd", False, False, ["delete"]),  # odd data stays repairable: delete takes any state shown
 ])
 def test_a_job_is_offered_the_moves_the_table_offers_for_its_state(state: str, delayed: bool, lapsed: bool,

@@ -572,6 +572,9 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"",
     events: list[Event] = []
     base: int | None = None
     source, attempts, actor = "", "0", ""
+    # The claim before: a claim entry without a note has that one's when it was by the same actor (section 9).
+    claim_actor: str | None = None
+    claim_note: bytes | None = None
     untold: list[int] = []
     for line in text.split(b"\n") if text else []:
         match = _ENTRY.fullmatch(line)
@@ -592,7 +595,9 @@ def parse_history(job_id: str, text: bytes, last_error: bytes = b"",
         if move == "fail" and error is None:
             untold.append(len(events))
         if move == "claim":
-            release, host = attempt_note(match.group(5), actor, releases or {})
+            note = match.group(5) if match.group(5) is not None else claim_note if claim_actor == actor else None
+            claim_actor, claim_note = actor, note
+            release, host = attempt_note(note, actor, releases or {})
             events.append(Event("", move, job_id, source, target, attempts, actor, ts, "", release, host))
         else:
             events.append(Event("", move, job_id, "" if move == "enqueue" else source, target, attempts, actor, ts,

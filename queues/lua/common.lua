@@ -111,10 +111,28 @@ local function implied_attempts(code, before)
   return n and string.format('%d', n + 1) or before
 end
 
--- The entries of a history field (absolute times, every field filled in), or
--- nil when a line does not parse: such a history was not written by a script.
+-- A claim entry's note as it is written (PROTOCOL.md, section 9): nil (left out) when the claim before it
+-- in the history was by the same actor with the same note, which this one then has; '-' when that claim
+-- had a note and this one has none (a worker that now tells nothing); else the note itself.
+local function written_note(claim_actor, claim_note, actor, note)
+  if claim_actor ~= actor then return note end
+  if note == claim_note then return nil end
+  return note or '-'
+end
+
+-- The note a claim entry has, from what it wrote: its own, else the note of the claim before it when that
+-- one was by the same actor, else none.
+local function effective_note(claim_actor, claim_note, actor, written)
+  if written then return written end
+  if claim_actor == actor then return claim_note end
+  return nil
+end
+
+-- The entries of a history field (absolute times, every field filled in; a claim's err its note, as
+-- effective_note gives it), or nil when a line does not parse: such a history was not written by a script.
 local function parse_history(text)
   local entries, base, attempts, actor = {}, nil, '0', ''
+  local claim_actor, claim_note
   for line in string.gmatch(text, '[^\n]+') do
     local tab = string.find(line, '\t', 1, true)
     local code, dt, rest = string.match(tab and string.sub(line, 1, tab - 1) or line, '^(%a)(%-?%d+)(.*)$')
@@ -129,6 +147,10 @@ local function parse_history(text)
     end
     local ts = base and base + tonumber(dt) or tonumber(dt)
     base = base or ts
+    if code == 'c' then
+      err = effective_note(claim_actor, claim_note, actor, err)
+      claim_actor, claim_note = actor, err
+    end
     entries[#entries + 1] = {code = code, ts = ts, attempts = attempts, actor = actor, err = err}
   end
   return entries
@@ -162,12 +184,18 @@ end
 -- Entries (attempts, actor and error already escaped) as the field's text.
 local function format_history(entries)
   local lines, base, attempts, actor = {}, nil, '0', ''
+  local claim_actor, claim_note
   for i, e in ipairs(entries) do
     local line = e.code .. string.format('%d', base and e.ts - base or e.ts)
     base = base or e.ts
     if e.attempts ~= implied_attempts(e.code, attempts) then line = line .. '.' .. e.attempts end
-    if e.err or e.actor ~= actor then line = line .. '\t' .. e.actor end
-    if e.err then line = line .. '\t' .. e.err end
+    local err = e.err
+    if e.code == 'c' then
+      err = written_note(claim_actor, claim_note, e.actor, e.err)
+      claim_actor, claim_note = e.actor, effective_note(claim_actor, claim_note, e.actor, err)
+    end
+    if err or e.actor ~= actor then line = line .. '\t' .. e.actor end
+    if err then line = line .. '\t' .. err end
     lines[i], attempts, actor = line, e.attempts, e.actor
   end
   return table.concat(lines, '\n')
@@ -175,10 +203,11 @@ end
 
 -- What appending needs to know of a history field, in one pass and without
 -- building entries: the first entry's time, the attempts and actor in effect
--- after the last entry, the number of entries and the newest claim's time;
--- nil when it does not parse.
+-- after the last entry, the number of entries, the newest claim's time, and
+-- that claim's actor and note (effective_note); nil when it does not parse.
 local function scan_history(text)
   local base, attempts, actor, count, claimed = nil, '0', '', 0, nil
+  local claim_actor, claim_note
   for line in string.gmatch(text, '[^\n]+') do
     local code, dt, rest, fields = string.match(line, '^(%a)(%-?%d+)([^\t]*)(.*)$')
     if not code or (rest ~= '' and string.byte(rest, 1) ~= 46) then return nil end
@@ -186,10 +215,14 @@ local function scan_history(text)
     if fields ~= '' then actor = string.match(fields, '^\t([^\t]*)') end
     local ts = base and base + tonumber(dt) or tonumber(dt)
     base = base or ts
-    if code == 'c' then claimed = ts end
+    if code == 'c' then
+      claimed = ts
+      claim_note = effective_note(claim_actor, claim_note, actor, string.match(fields, '^\t[^\t]*\t(.*)$'))
+      claim_actor = actor
+    end
     count = count + 1
   end
-  return base, attempts, actor, count, claimed
+  return base, attempts, actor, count, claimed, claim_actor, claim_note
 end
 
 -- Stores entries as the history field, dropping the oldest while there are
@@ -244,13 +277,18 @@ local function append_history(job_key, ts, move, to, attempts, actor, note)
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
   local old = read_history(job_key)
-  local base, attempts_before, actor_before, count, claimed
-  if old and old ~= '' then base, attempts_before, actor_before, count, claimed = scan_history(old) end
+  local base, attempts_before, actor_before, count, claimed, claim_actor, claim_note
+  if old and old ~= '' then
+    base, attempts_before, actor_before, count, claimed, claim_actor, claim_note = scan_history(old)
+  end
   if not base then
     redis.call('HSET', job_key, 'history', format_history({entry}))
     return move == 'claim' and ts or nil
   end
-  if move == 'claim' then claimed = ts end
+  if move == 'claim' then
+    claimed = ts
+    note = written_note(claim_actor, claim_note, entry.actor, note)
+  end
   local line = entry.code .. string.format('%d', ts - base)
   if entry.attempts ~= implied_attempts(entry.code, attempts_before) then line = line .. '.' .. entry.attempts end
   if note or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end

@@ -79,17 +79,13 @@ end
 -- (section 9): the number N of its note `N [HOST]`, '-' for a claim without a note or with a '-' (a
 -- worker that told no release: "release unknown"), nil when the history holds no claim (no attempt).
 local function newest_claim_release(job_key)
-  if redis.call('HSTRLEN', job_key, 'history') > 2 * HISTORY_MAX_BYTES then return nil end
-  local text = redis.call('HGET', job_key, 'history')
-  if not text then return nil end
-  local newest
-  for line in string.gmatch(text, '[^\n]+') do
-    if string.byte(line, 1) == 99 then newest = line end
+  local text = read_history(job_key)
+  local entries = text and text ~= '' and parse_history(text)
+  if not entries then return nil end
+  for i = #entries, 1, -1 do
+    if entries[i].code == 'c' then return string.match(entries[i].err or '', '^(%d+)') or '-' end
   end
-  if not newest then return nil end
-  local note = string.match(newest, '^[^\t]*\t[^\t]*\t([^\t]*)')
-  local number = note and string.match(note, '^(%d+)')
-  return number or '-'
+  return nil
 end
 
 -- A group's `rels`: the releases its jobs' failing attempts ran on, as tokens separated by one space

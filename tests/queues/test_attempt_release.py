@@ -123,3 +123,52 @@ def test_the_release_comes_from_emq_release_first(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("EMQ_RELEASE", "deploy-42")
 
     assert detect_release() == "deploy-42"
+
+
+def test_a_job_that_failed_once_and_was_claimed_again_by_its_worker_stays_a_listpack(redis_url: str,
+                                                                                      mq: EchoMQ) -> None:
+    """The second claim by the same worker with the same release leaves its note out and has the first one's."""
+    producer, worker = EchoMQ.from_url(redis_url, actor="api-1:4242"), EchoMQ.from_url(redis_url, actor="host-1:12345")
+    worker.run(moves.register_worker("q", "host-1:12345", host="host-1", release="v1.4.2-3-gabc1234", **REGISTER))
+    producer.enqueue("q", '{"to": "user1@example.com"}', job_id="a")
+    [job] = worker.claim("q")
+    worker.fail("q", "a", job.token, error="timeout after 3012 ms", backoff_ms=0)
+    [job] = worker.claim("q")
+    worker.complete("q", "a", job.token)
+    producer.close()
+    worker.close()
+
+    assert claims(mq, "a") == [("host-1:12345", "v1.4.2-3-gabc1234", "host-1")] * 2
+    history = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    assert isinstance(history, bytes) and len(history) <= 64
+    assert mq.redis.object("encoding", QueueKeys("q").job("a")) == b"listpack"
+
+
+def test_a_worker_that_tells_nothing_after_telling_a_release_is_release_unknown_again(redis_url: str,
+                                                                                      mq: EchoMQ) -> None:
+    worker = EchoMQ.from_url(redis_url, actor="node-7")
+    worker.run(moves.register_worker("q", "node-7", host="box", release="2.0", **REGISTER))
+    mq.enqueue("q", "{}", job_id="a")
+    [job] = worker.claim("q")
+    worker.fail("q", "a", job.token, error="boom", backoff_ms=0)
+    worker.run(moves.register_worker("q", "node-7", host="", release="", **REGISTER))
+    [job] = worker.claim("q")
+    worker.close()
+
+    assert claims(mq, "a") == [("node-7", "2.0", "box"), ("node-7", "", "")]
+
+
+def test_when_the_oldest_entries_go_the_first_claim_kept_writes_its_note_out(redis_url: str, mq: EchoMQ) -> None:
+    worker = EchoMQ.from_url(redis_url, actor="host-1:1")
+    worker.run(moves.register_worker("q", "host-1:1", host="host-1", release="r9", **REGISTER))
+    mq.enqueue("q", "{}", job_id="a", max_attempts=100)
+    for _ in range(20):
+        [job] = worker.claim("q")
+        worker.fail("q", "a", job.token, error="boom", backoff_ms=0)
+    worker.close()
+
+    found = claims(mq, "a")
+    assert len(found) < 20  # the oldest went
+    assert set(found) == {("host-1:1", "r9", "host-1")}
+    history = mq.redis.hget(QueueKeys("q").job("a"), "history")
+    assert isinstance(history, bytes) and history.count(b"\t1") == 1

@@ -41,7 +41,8 @@ class ConsoleMissing(EmqError):
     exit_code = 7
 
 
-def console_call(args: argparse.Namespace, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+def console_call(args: argparse.Namespace, method: str, path: str,
+                 body: dict[str, Any] | None = None) -> dict[str, Any]:
     """One call of the console's API; its JSON answer, or the error it answered, as the project's errors."""
     base = (args.console or os.environ.get(CONSOLE_ENV) or DEFAULT_CONSOLE).rstrip("/")
     token = os.environ.get(TOKEN_ENV, "").strip()
@@ -54,7 +55,9 @@ def console_call(args: argparse.Namespace, method: str, path: str, body: dict[st
         **({"Content-Type": "application/json"} if data is not None else {})})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
-            return json.loads(answer.read(ANSWER_LIMIT) or b"null")
+            said_json = json.loads(answer.read(ANSWER_LIMIT) or b"null")
+            # Every answer of these endpoints is a JSON object.
+            return said_json if isinstance(said_json, dict) else {}
     except urllib.error.HTTPError as error:
         try:
             said = json.loads(error.read(ANSWER_LIMIT)).get("error", "")

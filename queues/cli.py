@@ -681,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(confirmed and audited as on the web)")
     p.add_argument("queue", nargs="?", help="open this queue first")
     p.add_argument("--console", help="the console's URL (default $EMQ_CONSOLE_URL, else http://127.0.0.1:8000/)")
-    p.add_argument("--token", help="an API token (default $EMQ_API_TOKEN; manage.py api_token USER --scope act)")
+    p.add_argument("--token", help="an API token (default $EMQ_CONSOLE_TOKEN; manage.py api_token USER --scope act)")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between reads (default 2)")
     p = command("worker", cmd_worker, "run handlers for a queue")
     p.add_argument("queue")

@@ -19,7 +19,8 @@ from typing import Any, Final
 from .errors import EmqError, InvalidInput, Unavailable
 
 CONSOLE_URL_ENV: Final = "EMQ_CONSOLE_URL"
-TOKEN_ENV: Final = "EMQ_API_TOKEN"
+# The same names as emq alert reads (queues.alert_cli).
+TOKEN_ENV: Final = "EMQ_CONSOLE_TOKEN"
 DEFAULT_CONSOLE_URL: Final = "http://127.0.0.1:8000/"
 TIMEOUT_S: Final = 10.0
 # A console answer larger than this is cut off: a terminal shows a screenful, not megabytes.

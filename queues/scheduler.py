@@ -29,6 +29,7 @@ from .connection import connect, redis_url
 from .errors import EmqError, NotReplicated, Refused, Unavailable
 from .keys import SCHEDULE_INDEX, SCHEDULER_LOCK
 from .locks import LockLost, Redlock, lock_clients
+from .moves import Call
 from .schedules import LATE_AFTER_MS, PAGE_LIMIT, Schedule, SchedulePage, TickResult, schedule_tick, schedules
 from .sweeper import lock_urls_from_env
 
@@ -49,7 +50,7 @@ class TickPlan:
     next_ms: int
     version: int
 
-    def call(self, actor: str) -> Any:
+    def call(self, actor: str) -> Call[TickResult]:
         return schedule_tick(self.queue, self.name, what=self.what, tick_ms=self.tick_ms,  # type: ignore[arg-type]
                              next_ms=self.next_ms, version=self.version, actor=actor)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from rich.text import Text
 from textual import work
@@ -105,7 +105,11 @@ class Keys(ModalScreen[None]):
         self.dismiss(None)
 
 
-class Live(Screen[None]):
+D = TypeVar("D")
+JSONObject = dict[str, Any]
+
+
+class Live(Screen[None], Generic[D]):
     """A screen read again every interval in a thread, its table's cursor kept on the same row."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reload", "Read again", show=False),
@@ -138,10 +142,10 @@ class Live(Screen[None]):
             return
         self.app.call_from_thread(self.show, data)
 
-    def read(self) -> Any:
+    def read(self) -> D:
         raise NotImplementedError
 
-    def show(self, data: Any) -> None:
+    def show(self, data: D) -> None:
         raise NotImplementedError
 
     def status(self, text: str) -> None:
@@ -206,7 +210,7 @@ class Live(Screen[None]):
         self.app.call_from_thread(self.action_reload)
 
 
-class QueuesScreen(Live):
+class QueuesScreen(Live[JSONObject]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text("queues"), id="title")
@@ -216,10 +220,10 @@ class QueuesScreen(Live):
         yield Static("", id="status")
         yield Footer()
 
-    def read(self) -> Any:
+    def read(self) -> JSONObject:
         return self.api.queues(limit=200)
 
-    def show(self, data: Any) -> None:
+    def show(self, data: JSONObject) -> None:
         rows = []
         for entry in data.get("queues", []):
             stats = entry.get("stats") or {}
@@ -235,7 +239,7 @@ class QueuesScreen(Live):
             self.app.push_screen(QueueScreen(str(event.row_key.value)))
 
 
-class QueueScreen(Live):
+class QueueScreen(Live[tuple[str, JSONObject, JSONObject]]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "state('pending')", "pending"), Binding("2", "state('active')", "active"),
         Binding("3", "state('done')", "done"), Binding("4", "state('failed')", "failed"),
@@ -258,10 +262,10 @@ class QueueScreen(Live):
         yield Static("", id="status")
         yield Footer()
 
-    def read(self) -> Any:
+    def read(self) -> tuple[str, JSONObject, JSONObject]:
         return self.state, self.api.jobs(self.queue, self.state, limit=100), self.api.queue_why(self.queue)
 
-    def show(self, data: Any) -> None:
+    def show(self, data: tuple[str, JSONObject, JSONObject]) -> None:
         state, page, why = data
         if state != self.state:
             return
@@ -286,7 +290,7 @@ class QueueScreen(Live):
             self.app.push_screen(JobScreen(self.queue, str(event.row_key.value)))
 
 
-class JobScreen(Live):
+class JobScreen(Live[tuple[JSONObject, JSONObject]]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "move('retry')", "retry"), Binding("p", "move('promote')", "promote"),
         Binding("l", "move('recover')", "recover"),
@@ -306,10 +310,10 @@ class JobScreen(Live):
         yield Static("", id="status")
         yield Footer()
 
-    def read(self) -> Any:
+    def read(self) -> tuple[JSONObject, JSONObject]:
         return self.api.job(self.queue, self.job_id), self.api.job_why(self.queue, self.job_id)
 
-    def show(self, data: Any) -> None:
+    def show(self, data: tuple[JSONObject, JSONObject]) -> None:
         job, why = data
         self.seen = (str(job.get("state", "")), job.get("attempts"))
         self.query_one("#why", Static).update(plain(why_text(why), 300))

@@ -9,7 +9,7 @@ from django.test import Client
 
 from dashboard.pages import failures
 from queues import EchoMQ, moves
-from tests.dashboard.test_no_inline_code import inline_code
+from tests.support.inline_code import inline_code
 
 pytestmark = pytest.mark.django_db
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .deploys import DeployMark, deploy_marks
-from .errors import InvalidInput
+from .errors import InvalidInput, Refused
 from .failures import FailureGroup, groups
 from .keys import QueueKeys
 from .moves import MAX_INT, Call, _int, _text, refused_whole
@@ -109,7 +109,7 @@ def failure_sample(queue: str, state: str, *, offset: int = 0, entries: int = ST
                                          releases)
             size = int(length)
             read = payload if isinstance(payload, bytes) else _text(payload).encode()
-            jobs.append(SampledJob(_text(job_id), int(float(_text(score))), _text(group), _text(claimed) == "1",
+            jobs.append(SampledJob(_text(job_id), _score_ms(score), _text(group), _text(claimed) == "1",
                                    release, host, read if (read or size == 0) else None, size))
         return SampleStep(int(now), int(card), int(looked), int(next_offset), bool(int(done)), int(redis_us),
                           releases, jobs)
@@ -286,12 +286,26 @@ def _new_since(tokens: tuple[str, ...], names: dict[str, str]) -> str:
     return _release_label(str(first), names) if first > 1 else ""
 
 
+def _score_ms(score: Any) -> int:
+    # A score an odd writer made infinite (or not a number) sorts first or last; it is no time to compute with.
+    try:
+        number = float(_text(score))
+    except ValueError:
+        return 0
+    return int(number) if math.isfinite(number) else (MAX_INT if number > 0 else 0)
+
+
 def _sample(mq: EchoMQ, queue: str, state: str, *, steps: int, entries: int, name: tuple[str, ...] = (),
-            payloads_per_group: int) -> Iterator[SampleStep]:
+            payloads_per_group: int, problems: list[str]) -> Iterator[SampleStep]:
     offset = 0
     for _ in range(steps):
-        step = mq.run(failure_sample(queue, state, offset=offset, entries=entries, name=name,
-                                     payloads_per_group=payloads_per_group))
+        try:
+            step = mq.run(failure_sample(queue, state, offset=offset, entries=entries, name=name,
+                                         payloads_per_group=payloads_per_group))
+        except Refused as refusal:
+            # A state's set of another type (an odd writer's) leaves that state out of the sample, said in words.
+            problems.append(f"the {state} jobs could not be sampled: {refusal}")
+            return
         yield step
         if step.done or not step.looked_at:
             return
@@ -323,8 +337,9 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
     names: dict[str, str] = {}
     failed_jobs: list[SampledJob] = []
     looked, whole, card = 0, False, read.failed
+    problems: list[str] = []
     for step in _sample(mq, queue, "failed", steps=FAILED_STEPS, entries=STEP_ENTRIES, name=numbers,
-                        payloads_per_group=PAYLOADS_PER_GROUP):
+                        payloads_per_group=PAYLOADS_PER_GROUP, problems=problems):
         redis_us += step.redis_us
         names.update(step.releases)
         failed_jobs += step.jobs
@@ -344,7 +359,8 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
             baseline.append((payload_fields(job.payload), card / max(looked, 1) * len(members) / len(read_payloads)))
     baseline_payloads = 0
     for state in ("done", "pending", "active"):
-        for step in _sample(mq, queue, state, steps=1, entries=BASELINE_ENTRIES, payloads_per_group=BASELINE_ENTRIES):
+        for step in _sample(mq, queue, state, steps=1, entries=BASELINE_ENTRIES, payloads_per_group=BASELINE_ENTRIES,
+                            problems=problems):
             redis_us += step.redis_us
             names.update(step.releases)
             read_payloads = [j for j in step.jobs if j.payload is not None]
@@ -379,7 +395,7 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
     shown = [g for g in explained if _kept(g, release, host)]
     if sort == "new":
         shown.sort(key=lambda g: (not g.new_since_mark, -(g.group.first_ms or 0) if g.new_since_mark else -g.group.count))
-    notes = []
+    notes = list(problems)
     if not whole:
         notes.append(f"the sample holds the newest {looked} of {card} failed jobs: the rates, releases, hosts and "
                      "fields count those")

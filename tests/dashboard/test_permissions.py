@@ -175,6 +175,9 @@ VIEWS: dict[str, Entry] = {
     "api/runs/<run_id>/cancel": Entry("/api/runs/{run}/cancel", {"POST": API_ACT}),
     # A deploy mark is every queue's (no grant narrows it); the second in the same minute is the same mark (200).
     "api/failures": page("/api/failures", "q={q}", get=API_READ),
+    # A slice of a failure group is a bulk action: the confirmation comes first, whatever it matches.
+    "api/failures/actions": Entry("/api/failures/actions", {"POST": API_ASK}, json_body={
+        "queue": "{q}", "move": "retry", "group": "0123456789ab"}),
     "api/deploys": Entry("/api/deploys", {"GET": API_READ, "HEAD": API_READ, "POST": (401, 403, 201, 200, 200, 403)},
                          json_body={"label": "v1.5.0"}),
     # Saved views: anyone who may look saves and opens them; a grant narrows which queues (a view of a queue outside

@@ -110,7 +110,11 @@ def _copy_tree(target: Path) -> None:
     files = listed.stdout.split(b"\0")
     for name in (f.decode() for f in files if f):
         source = ROOT / name
-        if source.is_file() and not source.is_symlink():
+        if source.is_symlink():
+            # The app's templates and static files are links to the top-level folders: keep them links.
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).symlink_to(os.readlink(source))
+        elif source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
 

@@ -72,7 +72,7 @@ def test_readyz_is_not_ready_with_migrations_left_to_apply(client: Client, conso
     from dashboard.monitoring import views
 
     monkeypatch.setattr(views, "_migrations_ok_at", -views.MIGRATIONS_OK_FOR_S)
-    MigrationRecorder(connection).record_unapplied("dashboard", "0002_view_console")
+    MigrationRecorder(connection).record_unapplied("emq_console", "0002_view_console")
 
     response = client.get("/readyz")
 

@@ -41,6 +41,16 @@ def emq() -> EchoMQ:
     return client
 
 
+def forget_clients() -> None:
+    """Closes and forgets every client: a test that points the console at a new Redis, which may have been
+    given the port of one gone before it, must not be served the queue list that one's client read last."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
+
+
 def read(call: Callable[[EchoMQ], T]) -> T:
     """Runs one read on the console's client, which raises only the project's errors
     (:class:`Unavailable` for every way of not reaching Redis)."""

@@ -26,6 +26,7 @@ def test_a_job_without_a_state_is_deleted_from_its_page(operator_page: Page, con
     before = keyspace_dump(redis)
 
     page.locator("#job-actions button[value=delete]").click()
+    expect(dialog).to_be_visible()
     expect(dialog.locator(".confirm-question")).to_have_text(f"Delete job nostate (no state, attempts 2) from {keys.queue}?")
     dialog.locator("[data-dismiss]").click()
     expect(dialog).to_have_count(0)
@@ -50,6 +51,9 @@ def test_a_state_set_of_another_type_is_removed_from_the_queue_page(operator_pag
     before = keyspace_dump(redis)
 
     page.locator("#remove-key").click()
+    # The dialog is in the page a moment before it is shown modal (htmx:load, after the settle): an Escape
+    # pressed in between reaches no dialog.
+    expect(dialog).to_be_visible()
     expect(dialog.locator(".confirm-question")).to_have_text(
         f"Remove the failed set (it holds a string, not a sorted set) of {keys.queue}?")
     page.keyboard.press("Escape")

@@ -6,6 +6,8 @@ import pytest
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from dashboard.census import census_reset
+from dashboard.services import forget_clients
 from queues import EchoMQ
 from tests.support.redis_servers import RedisServer
 
@@ -14,8 +16,12 @@ from tests.support.redis_servers import RedisServer
 def doomed_redis(settings: SettingsWrapper) -> Iterator[RedisServer]:
     server = RedisServer().start()
     settings.EMQ_REDIS_URL = server.url
+    forget_clients()
+    census_reset()
     yield server
     server.cleanup()
+    forget_clients()
+    census_reset()
 
 
 @pytest.mark.parametrize("url", ["/", "/queue/?q=mail", "/job/?q=mail&id=j1", "/find/?id=j1"])

@@ -324,9 +324,17 @@
   const applyOverview = (incoming) => {
     const current = overviewTable();
     if (!current || !incoming) return;
+    // The answer to the operator's own filter is applied even while focus is in the table: a row that the
+    // morph had to replace hands its focus to the row of the same queue, so j, k and Enter go on from it.
+    const focused = current.contains(document.activeElement) ? document.activeElement : null;
+    const focusedRow = focused ? focused.closest("tr[id]") : null;
     Idiomorph.morph(current, incoming, { morphStyle: "outerHTML" });
     waitingOverview = null;
     htmx.process(overviewTable());
+    if (focused && !focused.isConnected && focusedRow && focused === focusedRow) {
+      const again = document.getElementById(focusedRow.id);
+      if (again && again.closest("#overview-table")) again.focus();
+    }
   };
   const holdOverview = (incoming) => {
     waitingOverview = incoming;

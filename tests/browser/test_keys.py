@@ -34,6 +34,7 @@ def test_j_and_k_move_between_the_overviews_queues_and_enter_opens_one(page: Pag
     mq.enqueue("aaa-keys-2", "x")
     page.goto(console.url + "?filter=aaa-keys")
     expect(page.locator("#overview-rows tr[id]")).to_have_count(2)
+    wait_until_live(page)
 
     page.keyboard.press("j")
     page.keyboard.press("j")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from django.db import models
 
+from .permissions import LEGACY_PERMISSIONS, PERMISSIONS
+
 
 class Console(models.Model):
-    """A table-less model that carries the console's custom permission.
+    """A table-less model that carries the console's permissions: one per kind of action (``dashboard.permissions``).
 
-    Operators hold ``emq_console.act_on_jobs``; viewers do not. Every operator
-    action checks it on the server, whatever the page showed.
+    Every action checks its own on the server (``dashboard.actions.access.may``), whatever the page showed;
+    ``emq_console.act_on_jobs`` still means every action.
     """
 
     class Meta:
         managed = False
         default_permissions = ()
-        permissions = [("act_on_jobs", "Can retry, recover, promote, cancel, delete and purge jobs"),
-                       ("view_console", "Can see queues, jobs, metrics and the audit log")]
+        permissions = [*LEGACY_PERMISSIONS.items(), *PERMISSIONS.items()]

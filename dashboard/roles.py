@@ -1,4 +1,5 @@
-"""The two roles: viewers see everything and change nothing; operators may act."""
+"""The two roles, as default bundles of the console's permissions (``dashboard.permissions``): viewers see
+everything and change nothing; operators may do every action. A group of one's own holds any other bundle."""
 
 from __future__ import annotations
 
@@ -9,30 +10,31 @@ from django.contrib.auth.models import AbstractUser, AnonymousUser, Group, Permi
 from django.contrib.contenttypes.models import ContentType
 
 from .models import Console
+from .permissions import ACTION_PERMISSIONS, ALL_ACTIONS, LEGACY_PERMISSIONS, PERMISSIONS, VIEW, qualified
 
 OPERATORS: Final = "operators"
 VIEWERS: Final = "viewers"
-ACT_PERMISSION: Final = "emq_console.act_on_jobs"
+# Every action, as one permission: what operators held before each action had its own; it still means them all.
+ACT_PERMISSION: Final = qualified(ALL_ACTIONS)
 # Both roles hold it; an account outside them (one made only to place orders, say) does not, so its API
 # token reads neither /metrics nor the JSON API.
-VIEW_PERMISSION: Final = "emq_console.view_console"
+VIEW_PERMISSION: Final = qualified(VIEW)
+
+
+def console_permissions(codenames: tuple[str, ...]) -> list[Permission]:
+    """The permission rows of ``codenames``, made if missing (before post_migrate has run)."""
+    content_type = ContentType.objects.get_for_model(Console, for_concrete_model=False)
+    names = {**LEGACY_PERMISSIONS, **PERMISSIONS}
+    return [Permission.objects.get_or_create(codename=codename, content_type=content_type,
+                                             defaults={"name": names[codename]})[0] for codename in codenames]
 
 
 def ensure_roles() -> tuple[Group, Group]:
-    """Creates the groups (and the permission, before post_migrate has run) if missing."""
-    content_type = ContentType.objects.get_for_model(Console, for_concrete_model=False)
-    act, _ = Permission.objects.get_or_create(
-        codename="act_on_jobs", content_type=content_type,
-        defaults={"name": "Can retry, recover, promote, cancel, delete and purge jobs"},
-    )
-    view, _ = Permission.objects.get_or_create(
-        codename="view_console", content_type=content_type,
-        defaults={"name": "Can see queues, jobs, metrics and the audit log"},
-    )
+    """Creates the groups (and the permissions, before post_migrate has run) if missing; adds, never takes away."""
     operators, _ = Group.objects.get_or_create(name=OPERATORS)
-    operators.permissions.add(act, view)
+    operators.permissions.add(*console_permissions((VIEW, *ACTION_PERMISSIONS)))
     viewers, _ = Group.objects.get_or_create(name=VIEWERS)
-    viewers.permissions.add(view)
+    viewers.permissions.add(*console_permissions((VIEW,)))
     return operators, viewers
 
 
@@ -49,8 +51,14 @@ def user_create(*, username: str, password: str, role: str) -> User:
     return user
 
 
-def can_act(user: AbstractUser | AnonymousUser) -> bool:
-    return bool(user.is_authenticated and user.has_perm(ACT_PERMISSION))
+def holds(user: AbstractUser | AnonymousUser, codename: str) -> bool:
+    """Whether ``user`` holds the console permission ``codename`` everywhere (the every-action bundle counts for
+    each action). Queue grants are ``dashboard.actions.access.may``'s to add."""
+    if not user.is_authenticated:
+        return False
+    if user.has_perm(qualified(codename)):
+        return True
+    return codename != VIEW and user.has_perm(ACT_PERMISSION)
 
 
 def can_view(user: AbstractUser | AnonymousUser) -> bool:

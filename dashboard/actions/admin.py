@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import AuditEntry, QueueGrant
+from .models import ActionGrant, AuditEntry, QueueGrant
 
 
 @admin.register(AuditEntry)
@@ -32,3 +32,10 @@ class AuditEntryAdmin(admin.ModelAdmin):
 class QueueGrantAdmin(admin.ModelAdmin):
     list_display = ["user", "pattern"]
     search_fields = ["user__username", "pattern"]
+
+
+@admin.register(ActionGrant)
+class ActionGrantAdmin(admin.ModelAdmin):
+    list_display = ["user", "group", "permission", "pattern"]
+    list_filter = ["permission"]
+    search_fields = ["user__username", "group__name", "pattern"]

@@ -90,8 +90,8 @@ class RunConsumer(ClosedTabTolerant):
 
     def _render(self) -> tuple[str, bool, bool]:
         entry = AuditEntry.objects.get(pk=self.entry_id)
-        html = render_to_string("dashboard/actions/run_progress.html", {
-            "entry": entry, "oob": True, "can_cancel": access.entry_refusal(self.scope["user"], entry.queues) is None})
+        can_cancel = access.entry_refusal(self.scope["user"], entry.action, entry.queues) is None
+        html = render_to_string("dashboard/actions/run_progress.html", {"entry": entry, "oob": True, "can_cancel": can_cancel})
         return html, entry.is_running, entry.is_stalled
 
     async def _push(self) -> None:

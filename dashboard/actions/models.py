@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from dashboard.permissions import ACTION_PERMISSIONS, PERMISSIONS
 from queues.operator_moves import OPERATOR_MOVES
 
 # A run saves its progress every quarter second; a minute of silence means its process is gone.
@@ -79,6 +80,7 @@ class AuditEntry(models.Model):
         SCHEDULE_RUN = "schedule_run", "run a schedule now"
         SCHEDULE_DELETE = "schedule_delete", "delete a schedule"
         SCHEMA_SET = "schema_set", "set a payload schema"
+        TOKEN_REVOKE = "token_revoke", "revoke another user's API token"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 
@@ -163,7 +165,8 @@ class AuditEntry(models.Model):
 
 
 class QueueGrant(models.Model):
-    """Restricts an operator to some queues. An operator without grants may act on every queue.
+    """Restricts an operator to some queues. An operator without grants may act on every queue. (An
+    :class:`ActionGrant` is the other way round: it adds an action on some queues.)
 
     ``pattern`` is a queue name or a shell-style pattern (``billing-*``).
     """
@@ -176,6 +179,37 @@ class QueueGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} may act on {self.pattern}"
+
+
+def action_permission_choices() -> list[tuple[str, str]]:
+    return [(codename, f"{codename}: {PERMISSIONS[codename]}") for codename in ACTION_PERMISSIONS]
+
+
+class ActionGrant(models.Model):
+    """Adds one action on some queues for a user (or every member of a group) who lacks it everywhere: a viewer
+    who may retry on ``billing-*``, say. Grants only add; what someone holds everywhere they keep.
+
+    ``pattern`` is a queue name or a shell-style pattern (``billing-*``); ``permission`` a codename of
+    ``dashboard.permissions.ACTION_PERMISSIONS``.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="action_grants")
+    group = models.ForeignKey("auth.Group", null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="action_grants")
+    pattern = models.CharField(max_length=128)
+    permission = models.CharField(max_length=32, choices=action_permission_choices)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(user__isnull=False, group__isnull=True)
+                                   | models.Q(user__isnull=True, group__isnull=False),
+                                   name="action_grant_to_a_user_or_a_group"),
+            models.UniqueConstraint(fields=["user", "group", "pattern", "permission"], name="one_action_grant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user or f'group {self.group}'} may {self.permission} on {self.pattern}"
 
 
 class Confirmation(models.Model):

@@ -15,7 +15,7 @@ from .models import AuditEntry
 
 
 def _check(user: Any, name: str) -> None:
-    reason = access.refusal(user, name)
+    reason = access.refusal(user, "manage_slos", name)
     if reason is not None:
         raise PermissionDenied(reason)
 

@@ -42,9 +42,9 @@ def record_forbidden(*, user: Any, data: Any, reason: str, run_id: int | None = 
     return record_refused(user=user, data=data, result=f"forbidden: {reason}", run_id=run_id)
 
 
-def check_access(*, user: Any, queue: str) -> None:
-    """Raises PermissionDenied, saying why, unless ``user`` may act on ``queue``."""
-    reason = access.refusal(user, queue)
+def check_access(*, user: Any, action: str, queue: str) -> None:
+    """Raises PermissionDenied, saying why, unless ``user`` may do ``action`` (a move, an audit action) on ``queue``."""
+    reason = access.refusal(user, action, queue)
     if reason is not None:
         raise PermissionDenied(reason)
 
@@ -54,7 +54,7 @@ def job_act(*, user: Any, move: str, queue: str, job_id: str, expect_state: str,
 
     Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
     """
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=move, queue=queue)
     row = BY_NAME.get(move)
     if row is None or row.scope != "job":
         raise InvalidInput(f"unknown action {move!r}")
@@ -87,7 +87,7 @@ def key_remove(*, user: Any, queue: str, which: str, seen_type: str) -> AuditEnt
 
     Raises PermissionDenied or InvalidInput (nothing done, nothing recorded).
     """
-    check_access(user=user, queue=queue)
+    check_access(user=user, action="remove_key", queue=queue)
     call = queue_moves.remove_key(queue, which, seen_type=seen_type, actor=actor_for(user))
     try:
         result = emq().run(call)
@@ -112,7 +112,7 @@ def job_edit(*, user: Any, queue: str, job_id: str, expect_state: str, expect_at
 
     The audit row holds the payload's length, never its bytes. Raises PermissionDenied or InvalidInput.
     """
-    check_access(user=user, queue=queue)
+    check_access(user=user, action="edit", queue=queue)
     seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
     parameters: dict[str, object] = {"payload_bytes": len(payload), "retry": retry}
     if max_attempts:
@@ -143,7 +143,7 @@ def job_restore(*, user: Any, queue: str, job_id: str, expect_state: str, expect
                 version: int) -> AuditEntry:
     """Restores a kept version of a pending or failed job's payload, byte for byte (one compare-and-move
     script; the payload it replaces is kept in turn). Raises PermissionDenied or InvalidInput."""
-    check_access(user=user, queue=queue)
+    check_access(user=user, action="restore", queue=queue)
     seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
     parameters: dict[str, object] = {"version": version}
     call = queue_moves.operator_move("restore", queue, job_id, expect_state=expect_state,
@@ -166,7 +166,7 @@ def queue_schema_set(*, user: Any, queue: str, text: str) -> AuditEntry:
     """Sets (or with an empty text removes) the JSON Schema edits of ``queue`` are checked against, as an
     audit row that keeps the schema's digest and length. Raises PermissionDenied or InvalidInput (not a
     JSON Schema, said in words; nothing written)."""
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=AuditEntry.Action.SCHEMA_SET, queue=queue)
     call = schema_set(queue, text, actor=actor_for(user))
     text = text.strip()
     parameters = {"schema_bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
@@ -203,7 +203,7 @@ def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
 
     ``at_most`` and ``as_of_ms`` are what its confirmation counted and when: the run acts on no more.
     """
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=action, queue=queue)
     steps = queue_steps(emq(), action, queue, older_than_ms=older_than_ms, limit=limit, actor=actor_for(user),
                         at_most=at_most, as_of_ms=as_of_ms)
     parameters: dict[str, object] = {"from_state": QUEUE_ACTIONS[action], "limit": limit}
@@ -218,7 +218,7 @@ def queue_act(*, user: Any, action: str, queue: str, older_than_ms: int = 0,
 
 def queue_pause_or_resume(*, user: Any, move: str, queue: str, reason: str = "") -> AuditEntry:
     """Pauses or resumes claims from ``queue`` (one script); the audit row says what happened, and why."""
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=move, queue=queue)
     if move == "pause":
         call = queue_moves.pause(queue, reason=reason, actor=actor_for(user))
     elif move == "resume":
@@ -243,7 +243,7 @@ def queue_pause_or_resume(*, user: Any, move: str, queue: str, reason: str = "")
 
 def selection_act(*, user: Any, move: str, queue: str, selected: list[Selected]) -> AuditEntry:
     """Starts a compare-and-move on exactly the ticked jobs in the background."""
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=move, queue=queue)
     steps = selection_steps(emq(), move, queue, selected, actor=actor_for(user))
     jobs = [{"id": s.id, "state": s.state, "attempts": s.attempts} for s in selected]
     return _start(user, move, queue, AuditEntry.Scope.SELECTION, jobs, {}, steps)
@@ -273,7 +273,7 @@ def search_count(*, user: Any, queue: str, query: Query) -> tuple[int, str]:
 
 def search_act(*, user: Any, move: str, queue: str, query: Query, at_most: int) -> AuditEntry:
     """Starts a compare-and-move on what a search of ``queue`` finds, at most ``at_most`` jobs (as confirmed)."""
-    check_access(user=user, queue=queue)
+    check_access(user=user, action=move, queue=queue)
     steps = search_steps(emq(), move, query, queue, at_most=at_most, actor=actor_for(user))
     parameters = {"query": query.as_dict(), "describe": query.describe(), "at_most": at_most}
     return _start(user, move, queue, AuditEntry.Scope.SEARCH, [], parameters, steps)
@@ -286,7 +286,7 @@ def search_act_many(*, user: Any, move: str, query: Query, counts: Mapping[str, 
     is empty: the row names many); the user must be allowed every queue.
     """
     for queue in counts:
-        check_access(user=user, queue=queue)
+        check_access(user=user, action=move, queue=queue)
     steps = search_steps_many(emq(), move, query, counts, actor=actor_for(user))
     parameters = {"query": query.as_dict(), "describe": query.describe(), "counts": dict(counts),
                   "at_most": sum(counts.values())}
@@ -307,7 +307,7 @@ def run_cancel(*, user: Any, entry_id: int) -> AuditEntry:
     entry = AuditEntry.objects.get(pk=entry_id)
     if entry.scope == AuditEntry.Scope.JOB:
         raise InvalidInput("a single-job action cannot be cancelled")
-    reason = access.entry_refusal(user, entry.queues)
+    reason = access.entry_refusal(user, entry.action, entry.queues)
     if reason is not None:
         raise PermissionDenied(reason)
     if not entry.is_running:
@@ -324,7 +324,7 @@ def deploy_mark_act(*, user: Any, label: str, queue: str = "", at_ms: int | None
     """Marks a deploy of ``label`` (on every chart; one per label a minute), as an audit row. ``queue``: the page
     it was marked from (the mark itself is every queue's). Raises PermissionDenied for a viewer (not recorded
     here: the caller records refusals by role), InvalidInput for a bad label."""
-    reason = access.refusal(user, queue or None)
+    reason = access.refusal(user, AuditEntry.Action.MARK_DEPLOY, queue or None)
     if reason is not None:
         raise PermissionDenied(reason)
     try:

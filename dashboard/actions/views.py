@@ -82,7 +82,7 @@ def operators_only(view: View) -> View:
             return _page_or_fragment(request, "dashboard/actions/result.html", {
                 "kind": "error", "text": f"not done: at most {MAX_SELECTION} jobs can be ticked at once, not {ticked}"},
                 status=400)
-        reason = access.refusal(request.user)
+        reason = access.acting_refusal(request.user)
         if reason is not None:
             return forbidden(request, reason)
         try:
@@ -160,7 +160,7 @@ def job_action(request: HtmxHttpRequest) -> HttpResponse:
     fields = {"queue": data.get("q", ""), "job_id": parse_job_id_token(data.get("id", "")), "move": data.get("move", ""),
               "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", "")}
     if previews.job_needs_confirmation(fields["move"], fields["expect_state"]):
-        services.check_access(user=request.user, queue=fields["queue"])
+        services.check_access(user=request.user, action=fields["move"], queue=fields["queue"])
         hidden = [("q", fields["queue"]), ("id", job_id_token(fields["job_id"])), ("move", fields["move"]),
                   ("state", fields["expect_state"]), ("attempts", fields["expect_attempts"])]
         answer = _confirmed(request, lambda: previews.job_preview(**fields), previews.job_proposal(**fields),
@@ -243,7 +243,7 @@ def queue_action(request: HtmxHttpRequest) -> HttpResponse:
     if action not in QUEUE_ACTIONS:
         raise InvalidInput(f"unknown queue action {action!r}")
     older = _ms(request.POST.get("older_than_ms", "0"), "older than") if action.startswith("purge") else 0
-    services.check_access(user=request.user, queue=queue)
+    services.check_access(user=request.user, action=action, queue=queue)
     hidden = [("q", queue), ("action", action)] + ([("older_than_ms", str(older))] if action.startswith("purge") else [])
     proposal = previews.queue_proposal(action=action, queue=queue, older_than_ms=older)
     answer = _confirmed(request, lambda: previews.queue_preview(action=action, queue=queue, older_than_ms=older),
@@ -265,7 +265,7 @@ def pause_action(request: HtmxHttpRequest) -> HttpResponse:
     """Pause or resume a queue: confirmed first (it stops or starts every worker of the queue), then one script."""
     move, queue = request.POST.get("action", ""), request.POST.get("q", "")
     reason = request.POST.get("reason", "").strip()[:1000] if move == "pause" else ""
-    services.check_access(user=request.user, queue=queue)
+    services.check_access(user=request.user, action=move, queue=queue)
     hidden = [("q", queue), ("action", move)] + ([("reason", reason)] if move == "pause" else [])
     answer = _confirmed(request, lambda: previews.pause_preview(move=move, queue=queue, reason=reason),
                         previews.pause_proposal(move=move, queue=queue, reason=reason), hidden, "#action-results")
@@ -282,7 +282,7 @@ def remove_key_action(request: HtmxHttpRequest) -> HttpResponse:
     """Delete a state set another writer left as another type: confirmed first (what it holds goes), then one
     script that checks the key still holds the type the page showed."""
     queue, which, seen_type = request.POST.get("q", ""), request.POST.get("set", ""), request.POST.get("type", "")
-    services.check_access(user=request.user, queue=queue)
+    services.check_access(user=request.user, action="remove_key", queue=queue)
     hidden = [("q", queue), ("set", which), ("type", seen_type)]
     answer = _confirmed(request, lambda: previews.remove_key_preview(queue=queue, which=which, seen_type=seen_type),
                         previews.remove_key_proposal(queue=queue, which=which, seen_type=seen_type), hidden,
@@ -313,7 +313,7 @@ def selection_action(request: HtmxHttpRequest) -> HttpResponse:
     # A box ticked twice (or sent twice by a form) is still one job to move once.
     selected = [Selected.parse(text) for text in dict.fromkeys(request.POST.getlist("job"))]
     if previews.selection_needs_confirmation(move, len(selected)):
-        services.check_access(user=request.user, queue=queue)
+        services.check_access(user=request.user, action=move, queue=queue)
         hidden = [("q", queue), ("move", move)] + [("job", s.text) for s in selected]
         answer = _confirmed(request, lambda: previews.selection_preview(move=move, queue=queue, selected=selected),
                             previews.selection_proposal(move=move, queue=queue, selected=selected), hidden,
@@ -336,8 +336,8 @@ def run_cancel(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @viewers_only
 def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     entry = get_object_or_404(AuditEntry, pk=pk)
-    return _page_or_fragment(request, "dashboard/actions/run.html",
-                             {"entry": entry, "can_cancel": access.entry_refusal(request.user, entry.queues) is None})
+    can_cancel = access.entry_refusal(request.user, entry.action, entry.queues) is None
+    return _page_or_fragment(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": can_cancel})
 
 
 @require_GET
@@ -390,7 +390,7 @@ def search_action(request: HtmxHttpRequest) -> HttpResponse:
     now_ms = emq().server_time_ms(queue)
     search = SearchRequest.parse(data, now_ms=now_ms)
     check_match_move(move, search.query.state)
-    services.check_access(user=request.user, queue=queue)
+    services.check_access(user=request.user, action=move, queue=queue)
     run = data.get("run", "")
     # Where the run's progress lands: the search's own place, the failures page's, or the queue page's.
     target = f"#search-runs-{run}" if valid_run_token(run) else (
@@ -423,7 +423,7 @@ def _search_many_action(request: HtmxHttpRequest) -> HttpResponse:
     search = SearchRequest.parse(data, now_ms=emq().server_time_ms(next(iter(posted))))
     check_match_move(move, search.query.state)
     for queue in posted:
-        services.check_access(user=request.user, queue=queue)
+        services.check_access(user=request.user, action=move, queue=queue)
     run = data.get("run", "")
     target = f"#search-runs-{run}" if valid_run_token(run) else "#action-runs"
     fields = [("move", move), *search.params().items(), *([("run", run)] if valid_run_token(run) else [])]

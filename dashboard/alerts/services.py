@@ -54,7 +54,7 @@ class MadeRule:
 
 
 def _user_refusal(user: Any, queue: str) -> str | None:
-    return access.refusal(user, queue or None) or (access.see_refusal(user, queue) if queue else None)
+    return access.refusal(user, "manage_alerts", queue or None) or (access.see_refusal(user, queue) if queue else None)
 
 
 def _parameters(kind: str, queue: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def parse_silence_end(*, until: str = "", duration: str = "", now: datetime | No
 
 def silence_create(*, user: Any, rule: AlertRule | None, ends_at: datetime, reason: str = "") -> AlertSilence:
     """Silences one rule (or, for an operator without grants, every rule) until ``ends_at``; audited."""
-    refusal = _user_refusal(user, rule.queue) if rule else access.refusal(user) or access.see_refusal(user, "")
+    refusal = _user_refusal(user, rule.queue) if rule else access.refusal(user, "manage_alerts") or access.see_refusal(user, "")
     if refusal is not None:
         raise AlertRefused(refusal)
     reason = (reason or "").strip()[:500]
@@ -254,7 +254,7 @@ def silence_create(*, user: Any, rule: AlertRule | None, ends_at: datetime, reas
 
 def silence_end(*, user: Any, silence: AlertSilence) -> AlertSilence:
     rule = silence.rule
-    refusal = _user_refusal(user, rule.queue) if rule else access.refusal(user) or access.see_refusal(user, "")
+    refusal = _user_refusal(user, rule.queue) if rule else access.refusal(user, "manage_alerts") or access.see_refusal(user, "")
     if refusal is not None:
         raise AlertRefused(refusal)
     now = timezone.now()

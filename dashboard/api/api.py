@@ -231,10 +231,11 @@ def _viewer(request: HttpRequest) -> Any:
     return user
 
 
-def _operator(request: HttpRequest, data: dict[str, Any]) -> Any:
-    """The caller when they may act on the queue; a refusal by role is an audit row, as on the pages."""
+def _operator(request: HttpRequest, data: dict[str, Any], action: str = "") -> Any:
+    """The caller when they may do ``action`` (else the move or action ``data`` names) on its queue; a refusal by
+    role is an audit row, as on the pages."""
     user = request.auth  # type: ignore[attr-defined]
-    reason = access.refusal(user, data.get("q") or None)
+    reason = access.refusal(user, action or data.get("move") or data.get("action") or "", data.get("q") or None)
     if reason is None and getattr(request, "emq_token_scope", ApiToken.Scope.ACT) != ApiToken.Scope.ACT:
         reason = READ_ONLY
     if reason is not None:
@@ -565,7 +566,7 @@ def queue_resume(request: HttpRequest, body: s.PauseIn) -> Any:
 def run_cancel(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
     """409 when the run had finished already: nothing was cancelled."""
     entry = _entry(run_id)
-    user = _operator(request, {"q": entry.queue})
+    user = _operator(request, {"q": entry.queue}, action=entry.action)
     if not entry.is_running:
         raise _Answer(409, {"error": f"nothing was cancelled: run {run_id} ({entry.action} of {entry.queue}) "
                                      f"had finished already ({entry.outcome}: {entry.result})"})

@@ -108,7 +108,8 @@ def definition_from(data: Any) -> Definition:
 
 
 def check_access(user: Any, queue: str) -> None:
-    reason = access.refusal(user, queue)
+    """Every change of a schedule (add, edit, pause, resume, run now, delete) needs the one schedules permission."""
+    reason = access.refusal(user, "manage_schedules", queue)
     if reason is not None:
         raise PermissionDenied(reason)
 

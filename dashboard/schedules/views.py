@@ -57,7 +57,7 @@ def schedules_page(request: HtmxHttpRequest) -> HttpResponse:
     rows = []
     for s in found.schedules:
         if s.queue not in allowed:
-            allowed[s.queue] = access.may_act(request.user, s.queue)
+            allowed[s.queue] = access.may(request.user, "manage_schedules", s.queue)
         rows.append(_row(s, found.now_ms, allowed[s.queue]))
     context.update(rows=rows, now_ms=found.now_ms, unreadable=found.unreadable,
                    next={"aq": found.after[0], "as": found.after[1], "an": found.after[2]} if found.after else None)

@@ -197,16 +197,23 @@ class SearchConsumer(ClosedTabTolerant):
             note = "Nothing matched: nothing to act on."
         else:
             moves = [m for m, states in MATCH_MOVES.items() if request.query.state in states]
+            allowed: dict[str, list[str]] = {}
             for progress in engine.progress:
-                if not progress.matched or not await database_sync_to_async(access.may_act)(user, progress.queue):
+                if not progress.matched:
+                    continue
+                allowed[progress.queue] = await database_sync_to_async(_allowed_moves)(user, progress.queue, moves)
+                if not allowed[progress.queue]:
                     continue
                 one = SearchRequest(request.query, progress.queue)
                 acts.append({"queue": progress.queue, "count": progress.matched, "params": list(one.params().items()),
-                             "counted": count_token(one, count=progress.matched, user_id=user.pk), "moves": moves})
+                             "counted": count_token(one, count=progress.matched, user_id=user.pk),
+                             "moves": allowed[progress.queue]})
+            # The moves of every match at once: those the user may make on each of the queues.
+            moves = [m for m in moves if all(m in queue_moves for queue_moves in allowed.values())]
             if not acts:
                 note = "You may not act on the queues where it matched."
             matched_in = [p for p in engine.progress if p.matched]
-            if len(matched_in) > 1 and len(acts) == len(matched_in):
+            if len(matched_in) > 1 and len(acts) == len(matched_in) and moves:
                 counts = {p.queue: p.matched for p in matched_in}
                 all_act = {"count": engine.matched, "queues": len(counts), "params": list(request.params().items()),
                            "counts": queue_counts_text(counts), "moves": moves,
@@ -217,3 +224,7 @@ class SearchConsumer(ClosedTabTolerant):
 
     def _progress(self, *, final: bool = False) -> str:
         return render_to_string("dashboard/search/_progress.html", self._context(final=final))
+
+
+def _allowed_moves(user: Any, queue: str, moves: list[str]) -> list[str]:
+    return [move for move in moves if access.may(user, move, queue)]

@@ -15,6 +15,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
 from dashboard.monitoring.eviction import eviction_banner as monitoring_eviction_banner
+from dashboard.permissions import permission_for
 from queues.keys import job_id_token, parse_job_id_token
 from queues.operator_moves import JOB_MOVES
 from queues.visible import INVISIBLE, escape_char, has_invisible, visible as visible_text
@@ -29,6 +30,7 @@ class MoveButton:
     verb: str
     title: str
     css_class: str
+    permission: str  # what it needs (dashboard.permissions): the page hides a button the user may not press
 
 
 @register.simple_tag
@@ -36,7 +38,8 @@ def move_buttons(state: str, delayed: bool = True, lapsed: bool = True) -> list[
     """The buttons of the moves offered for a job shown in ``state``, read from the table of operator moves
     (``delayed``: a pending job due later; ``lapsed``: an active job whose lease has lapsed)."""
     return [MoveButton(move.name, move.verb, move.summary + ("; asks to confirm" if move.always_asks else ""),
-                       "danger" if move.always_asks else "quiet" if move.quiet_unless == "lapsed" and not lapsed else "")
+                       "danger" if move.always_asks else "quiet" if move.quiet_unless == "lapsed" and not lapsed else "",
+                       permission_for(move.name))
             for move in JOB_MOVES if move.on_button and move.offered(state, delayed=delayed)]
 
 

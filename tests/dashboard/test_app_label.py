@@ -19,6 +19,8 @@ from django.core.management import call_command
 
 from dashboard import CONSOLE_APPS
 from dashboard.conf import DEFAULTS
+from dashboard.actions.access import may
+from dashboard.permissions import ACTION_PERMISSIONS
 from dashboard.roles import ACT_PERMISSION, VIEW_PERMISSION, user_create
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +57,8 @@ def test_a_database_made_under_the_former_label_keeps_its_roles_and_their_grants
         == permission_ids
     operator = type(operator).objects.get(pk=operator.pk)
     viewer = type(viewer).objects.get(pk=viewer.pk)
-    assert operator.has_perm(ACT_PERMISSION) and operator.has_perm(VIEW_PERMISSION)
-    assert viewer.has_perm(VIEW_PERMISSION) and not viewer.has_perm(ACT_PERMISSION)
+    assert all(may(operator, action) for action in ACTION_PERMISSIONS) and operator.has_perm(VIEW_PERMISSION)
+    assert viewer.has_perm(VIEW_PERMISSION) and not any(may(viewer, action) for action in ACTION_PERMISSIONS)
 
 
 def _settings_read(folder: Path) -> set[str]:

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.roles import ACT_PERMISSION
+from dashboard.actions.access import may
+from dashboard.permissions import ACTION_PERMISSIONS
 
 
 @pytest.mark.parametrize("url", ["/", "/queue/?q=mail", "/job/?q=mail&id=j1", "/find/?id=j1", "/job/payload/?q=mail&id=j1"])
@@ -21,6 +22,6 @@ def test_a_viewer_logs_in_with_the_form_and_sees_the_overview(client: Client, vi
     assert b"vera \xc2\xb7 viewer" in response.content
 
 
-def test_roles_give_operators_the_act_permission_and_viewers_none(viewer: object, operator: object) -> None:
-    assert operator.has_perm(ACT_PERMISSION)  # type: ignore[attr-defined]
-    assert not viewer.has_perm(ACT_PERMISSION)  # type: ignore[attr-defined]
+def test_roles_give_operators_every_action_and_viewers_none(viewer: object, operator: object) -> None:
+    assert all(may(operator, action) for action in ACTION_PERMISSIONS)
+    assert not any(may(viewer, action) for action in ACTION_PERMISSIONS)

@@ -1,0 +1,78 @@
+"""What each console action needs: one Django permission per kind of action, and which action needs which.
+
+The permissions hang on :class:`dashboard.models.Console` (app label ``emq_console``), made by a
+migration, so a host project that mounts the console gets them too. The roles are default bundles of
+them (``dashboard.roles``); per-queue grants add one of them on some queues
+(``dashboard.actions.models.ActionGrant``); ``dashboard.actions.access.may`` is the one place that
+decides.
+
+``NEEDS`` names, for everything an operator can do (each operator move of
+``queues.operator_moves`` and each other action the audit log records), the
+permission it needs. A move missing from it needs :data:`ALL_ACTIONS`, the
+bundle that means every action: a new move is an operator's until its row here says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The bundle every operator held before there was one permission per action; it still means "every action",
+# so accounts and databases made then keep working.
+ALL_ACTIONS: Final = "act_on_jobs"
+VIEW: Final = "view_console"
+
+# Codename → what the admin shows for it. The first is reading; every other one is an action.
+PERMISSIONS: Final[dict[str, str]] = {
+    VIEW: "Can see queues, jobs, metrics and the audit log",
+    "retry_jobs": "Can retry failed jobs",
+    "cancel_jobs": "Can cancel pending and running jobs",
+    "delete_jobs": "Can delete jobs",
+    "promote_jobs": "Can promote delayed jobs",
+    "purge_queues": "Can purge done and failed jobs",
+    "recover_leases": "Can recover lapsed leases",
+    "pause_queues": "Can pause and resume queues",
+    "edit_payloads": "Can edit and restore payloads and set a queue's payload schema",
+    "rerun_jobs": "Can re-run and clone jobs",
+    "remove_keys": "Can remove a state key of another type",
+    "mark_deploys": "Can mark deploys",
+    "manage_schedules": "Can add, edit, pause, resume, run and delete schedules",
+    "manage_alerts": "Can make and delete alert rules and silences",
+    "manage_slos": "Can set and delete latency objectives",
+    "manage_tokens": "Can list and revoke every user's API tokens",
+}
+ACTION_PERMISSIONS: Final[tuple[str, ...]] = tuple(name for name in PERMISSIONS if name != VIEW)
+# Its description is the one it was made with (a permission row keeps the name it was created with).
+LEGACY_PERMISSIONS: Final[dict[str, str]] = {ALL_ACTIONS: "Can retry, recover, promote, cancel, delete and purge jobs"}
+
+# What is done (an operator move's name, or an action the audit log names) → the permission it needs.
+NEEDS: Final[dict[str, str]] = {
+    "retry": "retry_jobs", "retry_all": "retry_jobs",
+    "recover": "recover_leases", "recover_all": "recover_leases",
+    "promote": "promote_jobs",
+    "cancel": "cancel_jobs",
+    "delete": "delete_jobs",
+    "rerun": "rerun_jobs", "clone": "rerun_jobs",
+    "edit": "edit_payloads", "restore": "edit_payloads", "schema_set": "edit_payloads",
+    "purge_done": "purge_queues", "purge_failed": "purge_queues",
+    "pause": "pause_queues", "resume": "pause_queues",
+    "remove_key": "remove_keys",
+    "mark_deploy": "mark_deploys",
+    "slo_set": "manage_slos", "slo_delete": "manage_slos",
+    "alert_add": "manage_alerts", "alert_delete": "manage_alerts", "alert_silence": "manage_alerts",
+    "alert_unsilence": "manage_alerts",
+    "schedule_add": "manage_schedules", "schedule_edit": "manage_schedules", "schedule_pause": "manage_schedules",
+    "schedule_resume": "manage_schedules", "schedule_run": "manage_schedules", "schedule_delete": "manage_schedules",
+    "token_revoke": "manage_tokens",
+}
+
+
+def permission_for(action: str) -> str:
+    """The codename ``action`` needs: ``action`` itself when it is one, its ``NEEDS`` entry, else every action's."""
+    if action in PERMISSIONS or action == ALL_ACTIONS:
+        return action
+    return NEEDS.get(action, ALL_ACTIONS)
+
+
+def qualified(codename: str) -> str:
+    """The name ``user.has_perm`` takes."""
+    return f"emq_console.{codename}"

@@ -14,7 +14,11 @@ bundle that means every action: a new move is an operator's until its row here s
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+V = TypeVar("V", bound=Callable[..., Any])
 
 # The bundle every operator held before there was one permission per action; it still means "every action",
 # so accounts and databases made then keep working.
@@ -76,3 +80,31 @@ def permission_for(action: str) -> str:
 def qualified(codename: str) -> str:
     """The name ``user.has_perm`` takes."""
     return f"emq_console.{codename}"
+
+
+@dataclass(frozen=True, slots=True)
+class Performs:
+    """What a view (or a socket message) can do, as the permission matrix test reads it: it walks every URL pattern
+    and socket route and tries each of these actions as each role and queue grant.
+
+    ``field`` names the request field that says which action ("" when the view does only the one; "run" when the
+    action is the bulk run's it names); ``on_queue`` says whether the action is on one queue (so a queue grant may
+    allow it) or every queue's (a deploy mark, another user's token), which only a permission held everywhere allows.
+    """
+
+    actions: tuple[str, ...]
+    field: str = ""
+    on_queue: bool = True
+    # The permission when it is none of the console's (placing an exchange order).
+    permission: str = ""
+
+
+def performs(*actions: str, field: str = "", on_queue: bool = True, permission: str = "") -> Callable[[V], V]:
+    """Marks a view with the actions it performs (see :class:`Performs`); nothing else reads it."""
+
+    def mark(view: V) -> V:
+        view.emq_performs = Performs(tuple(dict.fromkeys(actions)), field, on_queue, permission)  # type: ignore[attr-defined]
+        return view
+
+    return mark
+

@@ -17,7 +17,7 @@ from typing import Final
 from queues import EchoMQ, InvalidInput, MoveResult, Refused, moves as queue_moves
 from queues.keys import job_id_token, parse_job_id_token, validate_job_id, validate_queue_name
 from queues.operator_moves import BATCH_MOVES, BUTTON_MOVE_NAMES
-from queues.search import Limits, Query, Search, check_match_move, move_matches
+from queues.search import MATCH_MOVES, Limits, Query, Search, check_match_move, move_matches
 from queues.visible import visible
 
 from ..search.budget import process_pacer
@@ -29,6 +29,8 @@ MAX_SELECTION: Final = 1000
 # Queue-wide actions: what the console calls them, and the state they start from.
 QUEUE_ACTIONS: Final[dict[str, str]] = dict(BATCH_MOVES)
 SELECTION_MOVES: Final = BUTTON_MOVE_NAMES
+# What a bulk run may be doing (cancelling one needs the permission its action needs).
+RUN_ACTIONS: Final[tuple[str, ...]] = tuple(dict.fromkeys([*QUEUE_ACTIONS, *SELECTION_MOVES, *MATCH_MOVES]))
 
 
 @dataclass(frozen=True, slots=True)

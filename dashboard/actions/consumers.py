@@ -26,9 +26,11 @@ from dashboard.consumers import (
     refusal_code,
     watch_user,
 )
+from dashboard.permissions import Performs
 from queues import InvalidInput
 
 from . import access, services
+from .bulk import RUN_ACTIONS
 from .models import AuditEntry
 
 PUSH_EVERY_S: Final = 0.25
@@ -42,6 +44,8 @@ class RunConsumer(ClosedTabTolerant):
     watcher: asyncio.Task[None] | None = None
     # What a client may send on this socket: {"action": "cancel"}.
     MESSAGE_TYPES: Final[tuple[str, ...]] = ("cancel",)
+    # Cancelling a run needs the permission of the run's own action.
+    PERFORMS: Final[dict[str, Performs]] = {"cancel": Performs(RUN_ACTIONS, field="run")}
 
     async def connect(self) -> None:
         query = await accept_signed_in(self)

@@ -324,7 +324,9 @@ def deploy_mark_act(*, user: Any, label: str, queue: str = "", at_ms: int | None
     """Marks a deploy of ``label`` (on every chart; one per label a minute), as an audit row. ``queue``: the page
     it was marked from (the mark itself is every queue's). Raises PermissionDenied for a viewer (not recorded
     here: the caller records refusals by role), InvalidInput for a bad label."""
-    reason = access.refusal(user, AuditEntry.Action.MARK_DEPLOY, queue or None)
+    # The mark is every queue's: a grant on some queues does not allow it; an operator held to some queues
+    # marks from their pages only.
+    reason = access.refusal(user, AuditEntry.Action.MARK_DEPLOY) or (access.grant_refusal(user, queue) if queue else None)
     if reason is not None:
         raise PermissionDenied(reason)
     try:

@@ -19,6 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.http import HtmxHttpRequest
+from dashboard.permissions import performs
 from dashboard.search.budget import SLOTS, console_limits, process_pacer
 from dashboard.search.requests import (
     SearchRequest,
@@ -32,10 +33,11 @@ from dashboard.services import emq
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
 from queues.keys import job_id_token, parse_job_id_token
-from queues.search import Limits, Search, check_match_move
+from queues.operator_moves import BUTTON_MOVE_NAMES
+from queues.search import MATCH_MOVES, Limits, Search, check_match_move
 
 from . import access, previews, services
-from .bulk import MAX_SELECTION, QUEUE_ACTIONS, SELECTION_MOVES, Selected
+from .bulk import MAX_SELECTION, QUEUE_ACTIONS, RUN_ACTIONS, SELECTION_MOVES, Selected
 from .confirmations import (
     MAX_AGE_S,
     ConfirmationRefused,
@@ -152,6 +154,7 @@ def _confirmed(request: HtmxHttpRequest, preview: Callable[[], Preview], proposa
                                  {"kind": "refused", "text": f"refused: {refusal}", "entry": entry}, status=409)
 
 
+@performs(*BUTTON_MOVE_NAMES, field="move")
 @require_POST
 @operators_only
 def job_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -195,6 +198,7 @@ def _payload_text(text: str, *, kept_cr: bool) -> bytes:
     return (text if kept_cr else text.replace("\r\n", "\n")).encode()
 
 
+@performs("edit")
 @require_POST
 @operators_only
 def edit_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -211,6 +215,7 @@ def edit_action(request: HtmxHttpRequest) -> HttpResponse:
     return _edited(request, entry)
 
 
+@performs("restore")
 @require_POST
 @operators_only
 def restore_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -225,6 +230,7 @@ def restore_action(request: HtmxHttpRequest) -> HttpResponse:
     return _edited(request, entry)
 
 
+@performs("schema_set")
 @require_POST
 @operators_only
 def schema_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -235,6 +241,7 @@ def schema_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs(*QUEUE_ACTIONS, field="action")
 @require_POST
 @operators_only
 def queue_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -259,6 +266,7 @@ def queue_action(request: HtmxHttpRequest) -> HttpResponse:
     return _started(request, entry)
 
 
+@performs("pause", "resume", field="action")
 @require_POST
 @operators_only
 def pause_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -276,6 +284,7 @@ def pause_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs("remove_key")
 @require_POST
 @operators_only
 def remove_key_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -294,6 +303,7 @@ def remove_key_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs("mark_deploy", on_queue=False)
 @require_POST
 @operators_only
 def deploy_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -304,6 +314,7 @@ def deploy_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs(*SELECTION_MOVES, field="move")
 @require_POST
 @operators_only
 def selection_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -324,6 +335,7 @@ def selection_action(request: HtmxHttpRequest) -> HttpResponse:
     return _started(request, entry)
 
 
+@performs(*RUN_ACTIONS, field="run")
 @require_POST
 @operators_only
 def run_cancel(request: HtmxHttpRequest, pk: int) -> HttpResponse:
@@ -375,6 +387,7 @@ def _search_count(request: HtmxHttpRequest, search: SearchRequest) -> tuple[int,
     return services.search_count(user=request.user, queue=search.queue, query=search.query)
 
 
+@performs(*MATCH_MOVES, field="move")
 @require_POST
 @operators_only
 def search_action(request: HtmxHttpRequest) -> HttpResponse:

@@ -19,6 +19,7 @@ from pydantic import Field
 from dashboard.api.schemas import ErrorOut
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY
+from dashboard.permissions import performs
 from dashboard.roles import VIEW_PERMISSION, can_view
 
 from .models import NAME_LIMIT, AlertDelivery, AlertRule, AlertSilence
@@ -171,6 +172,7 @@ def alerts_list(request: HttpRequest) -> Any:
     return {"rules": [rule_out(rule) for rule in AlertRule.objects.order_by("name")[:200]]}
 
 
+@performs("alert_add")
 @rules_router.post("", response={201: MadeRuleOut, **ERRORS},
                    summary="Make an alert rule (operators, within their grants; audited); its secret is answered once")
 def alerts_add(request: HttpRequest, body: RuleIn) -> Any:
@@ -192,6 +194,7 @@ def alerts_detail(request: HttpRequest, rule: str = Path(..., min_length=1, max_
     return rule_out(_rule(rule))
 
 
+@performs("alert_delete")
 @rules_router.delete("/{rule}", response={200: DeletedOut, **ERRORS}, summary="Delete an alert rule (operators; audited)")
 def alerts_delete(request: HttpRequest, rule: str = Path(..., min_length=1, max_length=NAME_LIMIT)) -> Any:
     user = _writer(request)
@@ -210,6 +213,7 @@ def silences_list(request: HttpRequest) -> Any:
     return {"silences": [silence_out(s) for s in silences_active()]}
 
 
+@performs("alert_silence")
 @silences_router.post("", response={201: SilenceOut, **ERRORS},
                       summary="Silence one rule (or every rule) until a time: its firings are recorded, not delivered")
 def silences_add(request: HttpRequest, body: SilenceIn) -> Any:
@@ -223,6 +227,7 @@ def silences_add(request: HttpRequest, body: SilenceIn) -> Any:
     return Status(201, silence_out(silence))
 
 
+@performs("alert_unsilence")
 @silences_router.delete("/{silence_id}", response={200: SilenceOut, **ERRORS},
                         summary="End a silence now (operators; audited)")
 def silences_end(request: HttpRequest, silence_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:

@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.permissions import performs
 from dashboard.saved_views.services import views_visible
 from dashboard.viewing import viewers_only
 from queues import InvalidInput
@@ -48,6 +49,7 @@ def _form(request: HttpRequest, values: dict[str, str], *, message: str = "", st
         "views": views_visible(request.user), "message": message, "now_ms": 0}, status=status)
 
 
+@performs("alert_add")
 @require_http_methods(["GET", "HEAD", "POST"])
 @viewers_only
 def alert_new(request: HttpRequest) -> HttpResponse:
@@ -74,6 +76,7 @@ def alert_new(request: HttpRequest) -> HttpResponse:
                   status=201)
 
 
+@performs("alert_delete")
 @require_POST
 @viewers_only
 def alert_delete(request: HttpRequest, pk: int) -> HttpResponse:
@@ -87,6 +90,7 @@ def alert_delete(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponseRedirect(reverse("alerts"))
 
 
+@performs("alert_silence")
 @require_POST
 @viewers_only
 def alert_silence(request: HttpRequest) -> HttpResponse:
@@ -107,6 +111,7 @@ def alert_silence(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse("alerts"))
 
 
+@performs("alert_unsilence")
 @require_POST
 @viewers_only
 def alert_unsilence(request: HttpRequest, pk: int) -> HttpResponse:

@@ -28,7 +28,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from dashboard.actions import access, objectives, previews, services as actions
-from dashboard.actions.bulk import MAX_SELECTION, Selected
+from dashboard.actions.bulk import MAX_SELECTION, QUEUE_ACTIONS, RUN_ACTIONS, SELECTION_MOVES, Selected
 from dashboard.actions.confirmations import (
     MAX_AGE_S,
     ConfirmationRefused,
@@ -46,6 +46,7 @@ from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
 from dashboard.pages.job import read_job_page
 from dashboard.pages.queue import read_queue_page
+from dashboard.permissions import performs
 from dashboard.presenters import Window
 from dashboard.queue_names import queue_missing
 from dashboard.roles import VIEW_PERMISSION, can_view
@@ -56,9 +57,10 @@ from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, s
 from queues.deploys import deploy_marks
 from queues.failure_explain import explain_failures
 from queues.keys import validate_state
+from queues.operator_moves import BUTTON_MOVE_NAMES
 from queues.reads import QueueStats
 from queues.schedules import Definition, schedule_statuses
-from queues.search import Query as SearchQuery, check_match_move
+from queues.search import MATCH_MOVES, Query as SearchQuery, check_match_move
 
 from . import schedule_schemas as ss, schemas as s
 from .errors import api_error_text, api_server_error
@@ -300,6 +302,7 @@ def _slo_answer(entry: AuditEntry, change: slo.SloChange | None, name: str) -> A
     return {"name": name, "previous": previous, "audit_id": entry.id}
 
 
+@performs("slo_set")
 @api.put("/queues/{q}/slo", response={200: s.SloChangeOut, 409: s.ErrorOut, **ERRORS},
          summary="Set (or replace) a queue's or a name pattern's latency objective (operators; audited)")
 def queue_slo_set(request: HttpRequest, body: s.SloIn,
@@ -313,6 +316,7 @@ def queue_slo_set(request: HttpRequest, body: s.SloIn,
     return _slo_answer(entry, change, q)
 
 
+@performs("slo_delete")
 @api.delete("/queues/{q}/slo", response={200: s.SloChangeOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
             summary="Remove the latency objective set for a queue or a pattern (operators; audited)")
 def queue_slo_delete(request: HttpRequest, q: str = Path(..., pattern=s.SLO_NAME_PATTERN, max_length=128)) -> Any:
@@ -470,6 +474,7 @@ def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, propos
         actions.record_refused(user=user, data=_Form(data), result=f"refused: {refusal}")
         raise _Answer(409, {"error": f"refused: {refusal}"}) from None
 
+@performs(*BUTTON_MOVE_NAMES, field="move")
 @api.post("/job/actions", response={200: s.JobActionOut, 409: s.JobActionOut | s.ErrorOut,
                                     428: s.ConfirmationOut, **ERRORS},
           summary="Compare-and-move one job, as a button does")
@@ -495,6 +500,7 @@ def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
     return Status(status, out)
 
 
+@performs(*SELECTION_MOVES, field="move")
 @api.post("/queue/selection", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
           summary="Compare-and-move the jobs named, in the background")
 def selection_action(request: HttpRequest, body: s.SelectionActionIn) -> Any:
@@ -514,6 +520,7 @@ def selection_action(request: HttpRequest, body: s.SelectionActionIn) -> Any:
     return Status(202, audit_entry(entry))
 
 
+@performs(*QUEUE_ACTIONS, field="action")
 @api.post("/queue/actions", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
           summary="A queue-wide action (recover, retry or purge all), in the background, once confirmed")
 def queue_action(request: HttpRequest, body: s.QueueActionIn) -> Any:
@@ -546,6 +553,7 @@ def _pause_or_resume(request: HttpRequest, move: str, body: s.PauseIn) -> Any:
     return Status(200 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
 
 
+@performs("pause")
 @api.post("/queue/pause", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut, 428: s.ConfirmationOut,
                                     **ERRORS},
           summary="Pause claims from a queue (running jobs finish, enqueue goes on), once confirmed")
@@ -554,6 +562,7 @@ def queue_pause(request: HttpRequest, body: s.PauseIn) -> Any:
     return _pause_or_resume(request, "pause", body)
 
 
+@performs("resume")
 @api.post("/queue/resume", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut,
                                      428: s.ConfirmationOut, **ERRORS},
           summary="Let claims take a paused queue's jobs again, once confirmed")
@@ -561,6 +570,7 @@ def queue_resume(request: HttpRequest, body: s.PauseIn) -> Any:
     return _pause_or_resume(request, "resume", body)
 
 
+@performs(*RUN_ACTIONS, field="run")
 @api.post("/runs/{run_id}/cancel", response={200: s.AuditEntryOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
           summary="Ask a running bulk action to stop after its current step")
 def run_cancel(request: HttpRequest, run_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
@@ -583,6 +593,7 @@ class _Form(dict[str, Any]):
 
 # Orders ------------------------------------------------------------------------------------------
 
+@performs(AuditEntry.Action.PLACE_ORDER, on_queue=False, permission="orders.place_orders")
 @api.post("/orders", auth=None, summary="Place an exchange order (at most once per client_order_id)",
           response={200: s.OrderOut, 201: s.OrderOut, 400: s.OrderRefusedOut, 401: s.ErrorOut, 403: s.ErrorOut,
                     409: s.OrderConflictOut, 413: s.ErrorOut, 415: s.ErrorOut, 503: s.ErrorOut},
@@ -611,6 +622,7 @@ def failures_list(request: HttpRequest, q: str = QUEUE,
     return read(lambda mq: explain_failures(mq, q, release=release.strip(), host=host.strip(), sort=sort)).as_dict()
 
 
+@performs(*(m for m, states in MATCH_MOVES.items() if "failed" in states), field="move")
 @api.post("/failures/actions", response={202: s.AuditEntryOut, 409: s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
           summary="Retry or delete a failure group's jobs, or only those of a release, a host or a field value")
 def failures_action(request: HttpRequest, body: s.FailureActionIn) -> Any:
@@ -646,6 +658,7 @@ def deploys_list(request: HttpRequest, since_ms: int = Query(0, ge=0, le=10 ** 1
     return {"now_ms": found.now_ms, "marks": [m.as_dict() for m in found.marks]}
 
 
+@performs("mark_deploy", on_queue=False)
 @api.post("/deploys", response={200: s.AuditEntryOut, 201: s.AuditEntryOut, **ERRORS},
           summary="Mark a deploy (drawn on every chart; a second mark of a label in the same minute is the same)")
 def deploys_mark(request: HttpRequest, body: s.DeployMarkIn) -> Any:
@@ -683,6 +696,7 @@ def _definition(body: ss.DefinitionIn, paused: bool = False) -> Definition:
                          max_attempts=body.max_attempts, missed=body.missed, paused=paused)
 
 
+@performs("schedule_add")
 @api.post("/schedules", response={201: s.AuditEntryOut, 409: s.AuditEntryOut, **ERRORS},
           summary="Add a schedule (a cron in a time zone, or an interval); audited")
 def schedules_add(request: HttpRequest, body: ss.ScheduleIn) -> Any:
@@ -695,6 +709,7 @@ def schedules_add(request: HttpRequest, body: ss.ScheduleIn) -> Any:
     return Status(201 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
 
 
+@performs(*schedule_services.ACTIONS, field="action")
 @api.post("/schedules/{queue}/{name}/actions",
           response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut, 428: ss.ScheduleConfirmationOut, **ERRORS},
           summary="Pause, resume, run now, edit or delete a schedule, as the page's buttons do, once confirmed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.actions import access
 from dashboard.actions.models import AuditEntry
+from dashboard.permissions import performs
 from dashboard.viewing import viewers_only
 
 from .models import ApiToken
@@ -40,18 +41,22 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
         "others_cut": others is not None and len(others) > OTHERS_SHOWN, "others_shown": OTHERS_SHOWN, "now_ms": 0})
 
 
+@performs("token_revoke", on_queue=False)
 @require_POST
 @viewers_only
 def token_revoke(request: HttpRequest) -> HttpResponse:
-    """Deletes one of the caller's own tokens, or with ``manage_tokens`` anyone's (audited); another user's id
-    without it (or none) deletes nothing."""
+    """Deletes one of the caller's own tokens, or with ``manage_tokens`` anyone's (audited); another user's
+    without it is refused (403), an id of no token deletes nothing."""
     text = request.POST.get("id", "")
     user: Any = request.user  # signed in: viewers_only let no one else through
     if text.isascii() and text.isdigit() and len(text) < 19:
         token = ApiToken.objects.filter(pk=int(text)).select_related("user").first()
         if token is not None and token.user_id == _own(request):
             token.delete()
-        elif token is not None and access.may(request.user, "manage_tokens"):
+        elif token is not None:
+            reason = access.refusal(user, "token_revoke")
+            if reason is not None:
+                return HttpResponseForbidden(reason)
             owner = token.user.get_username()
             token.delete()
             now = timezone.now()

@@ -13,12 +13,13 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.actions import access
 from dashboard.actions.views import _confirmed, _page_or_fragment, operators_only
 from dashboard.http import HtmxHttpRequest
+from dashboard.permissions import performs
 from dashboard.services import read
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Refused, Unavailable, validate_queue_name
 from queues.schedules import Schedule, schedule_statuses
 
-from .services import SchedulePress, check_access, definition_fields, schedule_act, schedule_for_edit, schedule_preview
+from .services import ACTIONS, SchedulePress, check_access, definition_fields, schedule_act, schedule_for_edit, schedule_preview
 
 PAGE_SIZE: Final = 50
 SPARK_WIDTH: Final = 8  # px per recent job
@@ -64,6 +65,7 @@ def schedules_page(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "dashboard/schedules/page.html", context)
 
 
+@performs(*ACTIONS, field="action")
 @require_POST
 @operators_only
 def schedule_action(request: HtmxHttpRequest) -> HttpResponse:
@@ -78,6 +80,7 @@ def schedule_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs("schedule_edit")
 @require_GET
 @operators_only
 def schedule_edit(request: HtmxHttpRequest) -> HttpResponse:

@@ -60,7 +60,7 @@ def test_the_job_page_renders_the_tables_buttons(operator_client: Client, consol
     html = operator_client.get("/job/?q=mail&id=a").content.decode()
 
     assert _buttons(html, "job-actions") == ["recover", "cancel", "delete"]
-    assert 'value="recover" title="a lapsed lease → pending">Recover</button>' in html
+    assert 'value="recover" title="a lapsed lease → pending" data-permission="recover_leases">Recover</button>' in html
 
 
 @pytest.mark.parametrize("move, state, asks", [

@@ -18,8 +18,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 
 from dashboard import CONSOLE_APPS
-from dashboard.conf import DEFAULTS
 from dashboard.actions.access import may
+from dashboard.conf import DEFAULTS
 from dashboard.permissions import ACTION_PERMISSIONS
 from dashboard.roles import ACT_PERMISSION, VIEW_PERMISSION, user_create
 

@@ -259,6 +259,23 @@ def test_every_url_pattern_has_a_request_in_the_table() -> None:
     assert not stale, f"REQUESTS has entries for patterns that no longer exist: {stale}"
 
 
+def test_each_request_sends_the_action_in_the_field_its_view_reads_it_from() -> None:
+    wrong = []
+    for route in console_routes():
+        sample = REQUESTS.get(route.name)
+        if route.performs is None or sample is None or not route.performs.field:
+            continue
+        sent: Any
+        if route.performs.field == "run":  # the run the path names: one of that action
+            sent = "{action}" if "{run}" in sample.path else sample.path
+        else:
+            sent = {**(sample.form or {}), **(sample.json or {})}.get(route.performs.field)
+        if sent != "{action}":
+            wrong.append(f"{route.name}: {route.performs.field}={sent!r}")
+
+    assert not wrong, wrong
+
+
 def test_every_action_a_view_performs_needs_a_console_permission_or_names_its_own() -> None:
     unknown = [f"{route.name}: {action}" for route in console_routes() if route.performs and not route.performs.permission
                for action in route.performs.actions if permission_for(action) == "act_on_jobs"]

@@ -13,6 +13,7 @@ from typing import Any, Final
 from dashboard.services import read
 from queues import InvalidInput, Unavailable, reads
 from queues.deploys import DeployMark, deploy_marks
+from queues.follower import Throughput
 from queues.reads import Series, SeriesPoint
 
 # range -> (resolution, slots, label)
@@ -73,6 +74,12 @@ def marks_between(since_ms: int, until_ms: int) -> list[DeployMark]:
         return read(lambda mq: mq.run(deploy_marks(since_ms=since_ms, until_ms=until_ms, limit=100))).marks
     except (Unavailable, InvalidInput):
         return []
+
+
+def live_window_marks(throughput: Throughput, now_ms: int) -> list[DeployMark]:
+    """The deploy marks a live moves chart's window (the follower's last few minutes) draws."""
+    window_ms = throughput.buckets * throughput.bucket_s * 1000
+    return marks_between(max(now_ms - window_ms, 0), now_ms + window_ms) if now_ms else []
 
 
 def chart_from(series: Series, range_key: str, marks: list[DeployMark] | None = None) -> Chart:

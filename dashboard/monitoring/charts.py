@@ -2,6 +2,7 @@
 
 Axes with labels, one line per outcome, and a column per minute or hour whose
 ``<title>`` is the hover text (every value of that slot, and the wait p50/p95).
+The deploy marks of a range, read and placed here, are drawn the same way on every chart.
 """
 
 from __future__ import annotations

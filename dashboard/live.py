@@ -15,6 +15,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput, validate_job_id, why
+from queues.deploys import DeployMark, deploy_marks
 from queues.follower import Follower, Update
 from queues.keys import parse_job_id_token
 from queues.reads import QueueStats
@@ -87,6 +88,8 @@ class OverviewPage(LivePage):
         # The rows' why reasons, read for the names on screen; again on the follower's tick or for other names.
         self.reasons: dict[str, why.Reason] = {}
         self.reasons_for: list[str] | None = None
+        # The deploy marks the moves chart draws, read again on the follower's tick.
+        self.marks: list[DeployMark] = []
 
     def hear(self, message: dict[str, Any]) -> bool:
         """The operator typed in the filter box: the table is sent again, filtered as the URL says."""
@@ -112,11 +115,23 @@ class OverviewPage(LivePage):
                 results.append(Unreadable(error) if error else None)
         return overview_page_data(census, self.query, names, total, results, now_ms=follower.now_ms,
                                   throughput=follower.throughput, reasons=self.reasons, cluster=follower.cluster,
-                                  locations=follower.locations)
+                                  locations=follower.locations, marks=self.marks)
 
     async def _read_reasons(self, follower: Follower, names: list[str], *, again: bool) -> None:
         if follower.mq is not None and (again or names != self.reasons_for):
             self.reasons, self.reasons_for = await overview_reasons_async(follower.mq, names), names
+
+    async def _read_marks(self, follower: Follower) -> None:
+        """The deploy marks of the moves chart's window (the newest 20: bounded); kept when Redis does not answer."""
+        if follower.mq is None or not follower.now_ms:
+            return
+        window_ms = follower.throughput.buckets * follower.throughput.bucket_s * 1000
+        try:
+            found = await follower.mq.run(deploy_marks(since_ms=max(follower.now_ms - window_ms, 0),
+                                                       until_ms=follower.now_ms + window_ms, limit=20, newest=True))
+        except EmqError:
+            return
+        self.marks = found.marks
 
     def _summary(self, data: OverviewPageData) -> str:
         return _render("dashboard/_overview_summary.html", {"totals": data.totals})
@@ -136,6 +151,8 @@ class OverviewPage(LivePage):
         self.stale = self.census.census.names is None
         names, total = overview_window(self.census.census, self.query)
         await self._read_reasons(follower, names, again=True)
+        if follower.up is not False:
+            await self._read_marks(follower)
         data = self._data(follower, names, total)
         return [_common(follower, 0, status=True) + self._summary(data), self._table(data, names)]
 
@@ -146,6 +163,8 @@ class OverviewPage(LivePage):
         names, total = overview_window(self.census.census, self.query)
         if follower.up is not False:
             await self._read_reasons(follower, names, again=update.tick)
+            if update.tick:
+                await self._read_marks(follower)
         data = self._data(follower, names, total)
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(data)]
         rows = data.rows

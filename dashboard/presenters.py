@@ -16,11 +16,13 @@ from urllib.parse import parse_qsl, urlencode
 from queues import STATES, EmqError, InvalidInput
 from queues.census import SORTS, CensusTotals
 from queues.cluster import QueueLocation
+from queues.deploys import DeployMark
 from queues.follower import Throughput
 from queues.moves import digits
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
 from queues.why import Reason
 
+from .monitoring.charts import mark_lines
 from .pages.job import JobPageData
 
 PAGE_SIZES: Final = (20, 50, 100, 200)
@@ -45,6 +47,8 @@ class Spark:
     bucket_s: int
     width: int = 120
     height: int = 22
+    # Deploy marks in its window: (x, hover text), drawn as vertical lines.
+    marks: tuple[tuple[float, str], ...] = ()
 
     @property
     def peak(self) -> int:
@@ -86,11 +90,15 @@ class Spark:
         return round(self.width / max(len(self.counts), 1) - 1, 1)
 
 
-def spark_for(throughput: Throughput | None, queue: str | None, now_ms: int, **size: int) -> Spark | None:
+def spark_for(throughput: Throughput | None, queue: str | None, now_ms: int, marks: Sequence[DeployMark] = (), *,
+              width: int = 120, height: int = 22) -> Spark | None:
     if throughput is None:
         return None
     counts = throughput.total_series(now_ms) if queue is None else throughput.series(queue, now_ms)
-    return Spark(counts, throughput.bucket_s, **size)
+    bucket_ms = throughput.bucket_s * 1000
+    drawn = mark_lines(list(marks), start_ms=(now_ms // bucket_ms - len(counts) + 1) * bucket_ms,
+                       span_ms=max(len(counts), 1) * bucket_ms, left=0, width=width)
+    return Spark(counts, throughput.bucket_s, width, height, tuple(drawn))
 
 
 @dataclass(frozen=True, slots=True)

@@ -465,6 +465,8 @@ def _explained(mq: EchoMQ, args: argparse.Namespace) -> None:
         for share in found.fields:
             print(f"  {_shown(share.describe())}")
     print(f"emq: {read.failed} failed jobs; read from {read.bounds()}", file=sys.stderr)
+    for note in read.notes:
+        print(f"emq: note: {_shown(note)}", file=sys.stderr)
 
 
 def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:

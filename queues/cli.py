@@ -228,9 +228,7 @@ def cmd_workers(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_why(mq: EchoMQ, args: argparse.Namespace) -> None:
-    from . import why
-
-    answer = why.queue_why(mq, args.queue) if args.id is None else why.job_why(mq, args.queue, args.id)
+    answer = mq.queue_why(args.queue) if args.id is None else mq.job_why(args.queue, args.id)
     if args.json:
         _out(answer.as_dict())
     else:

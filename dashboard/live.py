@@ -281,5 +281,5 @@ class JobPage(LivePage):
     async def _why(self, follower: Follower) -> str:
         if follower.mq is None:
             return _why_down(follower)
-        return _render("dashboard/_why_line.html", why_context(await why.job_why_async(follower.mq, self.queue,
+        return _render("dashboard/_why_line.html", why_context(await follower.mq.job_why(self.queue,
                                                                                         self.job_id)))

@@ -228,9 +228,7 @@ def cmd_workers(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_why(mq: EchoMQ, args: argparse.Namespace) -> None:
-    from . import why
-
-    answer = why.queue_why(mq, args.queue) if args.id is None else why.job_why(mq, args.queue, args.id)
+    answer = mq.queue_why(args.queue) if args.id is None else mq.job_why(args.queue, args.id)
     if args.json:
         _out(answer.as_dict())
     else:
@@ -465,6 +463,8 @@ def _explained(mq: EchoMQ, args: argparse.Namespace) -> None:
         for share in found.fields:
             print(f"  {_shown(share.describe())}")
     print(f"emq: {read.failed} failed jobs; read from {read.bounds()}", file=sys.stderr)
+    for note in read.notes:
+        print(f"emq: note: {_shown(note)}", file=sys.stderr)
 
 
 def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:

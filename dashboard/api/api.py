@@ -353,7 +353,7 @@ def queue_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, 
     """One bounded read of the queue and its workers; 503 with the reason ``unknown`` when Redis did not answer."""
     _viewer(request)
     name = validate_queue_name(q)
-    return _why(lambda mq: why.queue_why(mq, name))
+    return _why(lambda mq: mq.queue_why(name))
 
 
 @api.get("/jobs/{q}/{path:id}/why", response={**ERRORS, 200: s.WhyOut, 503: s.WhyOut},
@@ -363,7 +363,7 @@ def job_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, ma
     """One bounded read of the job, its queue and its worker; a job that does not exist answers ``missing``."""
     _viewer(request)
     name, job_id = validate_queue_name(q), validate_job_id(id)
-    return _why(lambda mq: why.job_why(mq, name, job_id))
+    return _why(lambda mq: mq.job_why(name, job_id))
 
 
 def _why(ask: Callable[[EchoMQ], why.Why]) -> Any:

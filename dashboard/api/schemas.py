@@ -424,6 +424,8 @@ class FailuresOut(Schema):
     sort: str
     hidden: int = Field(description="Groups read but left out by the release and host filters")
     redis_us: int
+    notes: list[str] = Field(description="What the figures leave out, in words: a state whose jobs could not be "
+                                         "sampled, a sample that did not reach every failed job")
     groups: list[ExplainedGroupOut]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ QUEUE = "browser-releases"
 HANDLER = '''
 import json
 import os
+import re
 
 
 def handle(job):
@@ -103,9 +105,11 @@ def test_the_failures_page_names_the_release_and_the_field_behind_a_new_group_an
     expect(page.locator(f'.failure-group[data-group="{timeouts.id}"] .new-since')).to_have_count(0)
     assert mq.server_time_ms(QUEUE) <= group.first_ms + 60_000  # named within 60 s of the first such failure
     share = shown.locator(".field-share", has_text='tenant="acme"')
-    expect(share).to_contain_text('100 % have tenant="acme" against 20 % of all jobs')
+    # All jobs' share is read from a bounded sample of each state, weighed by the state's size: about the 8 in 40
+    # acme jobs of both releases, never near the group's own.
+    expect(share).to_contain_text(re.compile(r'100 % have tenant="acme" against \d+ % of all jobs'))
     assert float(share.get_attribute("data-share") or 0) >= 0.9
-    assert float(share.get_attribute("data-all-share") or 1) < 0.9
+    assert 0 < float(share.get_attribute("data-all-share") or 1) <= 0.25
     expect(shown.locator(".group-hosts")).to_be_visible()
 
     shown.locator("summary", has_text="Act on a slice").click()

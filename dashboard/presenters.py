@@ -66,7 +66,7 @@ class Spark:
             return ""
         peak = self.peak or 1
         step = self.width / max(len(self.counts) - 1, 1)
-        # Whole pixels: a row of the overview carries one of these, and fifty rows share one 64 KiB message.
+        # Whole pixels: a row of the overview carries one of these, and its rows share 64 KiB messages.
         return " ".join(f"{round(i * step)},{round(self.height - 1 - (c / peak) * (self.height - 2))}"
                         for i, c in enumerate(self.counts))
 
@@ -159,7 +159,6 @@ def totals(census: CensusTotals, spark: Spark | None) -> Totals:
 # No message a live page sends is longer (daphne refuses over 1 MiB; a page must never depend on one that
 # would be): the fragments are bounded by construction (rows.overview_table_context, rows.queue_page_context).
 MESSAGE_MAX_BYTES: Final = 64 * 1024
-OVERVIEW_SIZES: Final = (20, 50, 100)
 OVERVIEW_DEFAULT_SIZE: Final = 50
 # The longest overview filter a page may set (a queue name is at most this long too).
 FILTER_MAX: Final = 128
@@ -191,7 +190,7 @@ class OverviewQuery:
         offset_text, limit_text = query.get("offset", ""), query.get("limit", "")
         offset = int(offset_text) if offset_text.isdigit() and len(offset_text) < 10 else 0
         limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 5 else OVERVIEW_DEFAULT_SIZE
-        limit = limit if limit in OVERVIEW_SIZES else OVERVIEW_DEFAULT_SIZE
+        limit = limit if limit in PAGE_SIZES else OVERVIEW_DEFAULT_SIZE
         return cls(query.get("filter", "").strip()[:FILTER_MAX], sort, descending, offset, limit)
 
     def with_filter(self, text: str) -> OverviewQuery:
@@ -225,6 +224,11 @@ class OverviewQuery:
     def kept_fields(self) -> list[tuple[str, str]]:
         """What the filter box's form sends beside the filter: the sort, its direction and the size."""
         return parse_qsl(self.query(filter="", offset=0))
+
+    @property
+    def size_fields(self) -> list[tuple[str, str]]:
+        """What the page-size control sends beside the size: the filter, the sort and its direction."""
+        return parse_qsl(self.query(offset=0, limit=OVERVIEW_DEFAULT_SIZE))
 
     @property
     def sort_label(self) -> str:

@@ -1,5 +1,5 @@
 """In real Chromium: no stray marks. No dot between a row's tick box and its id, no lone "done" after a
-finished search."""
+finished search, no row note cut short."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from playwright.sync_api import Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ
-from tests.support.browser import Console
-from tests.support.jobs import failed_job
+from tests.support.browser import Console, wait_until_live
+from tests.support.jobs import failed_job, failed_jobs
 
 pytestmark = pytest.mark.browser
 
@@ -32,3 +32,27 @@ def test_a_finished_search_says_finished_and_nothing_after_it(page: Page, consol
     expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
     expect(page.locator(".search-status")).not_to_contain_text("done")
     expect(page.locator(".search-stop")).to_be_hidden()
+
+
+def test_a_rows_note_shows_whole_and_the_row_keeps_its_height(operator_page: Page, console: Console,
+                                                               mq: EchoMQ) -> None:
+    page = operator_page
+    ids = failed_jobs(mq, "noted", 4)
+    page.goto(console.url + "queue/?q=noted&state=failed")
+    wait_until_live(page)
+    rows = [page.locator(f"#{dom_id('j', job_id)}") for job_id in ids]
+    heights = [row.evaluate("(tr) => tr.getBoundingClientRect().height") for row in rows]
+    rows[0].hover()
+
+    mq.delete("noted", ids[1], expect_state="failed")
+    mq.retry("noted", ids[2])
+
+    expect(rows[1].locator(".row-note")).to_have_text("now gone (deleted or purged)", timeout=10_000)
+    expect(rows[2].locator(".row-note")).to_have_text("now pending, attempts 1")
+    for row in rows[1:3]:
+        # Nothing of the note lies outside its own box, nor its box outside the cell (which clips it).
+        assert row.locator(".row-note").evaluate(
+            "(n) => { const a = n.getBoundingClientRect(), c = n.closest('td').getBoundingClientRect();"
+            " return n.scrollWidth <= n.clientWidth && n.scrollHeight <= n.clientHeight"
+            " && a.left >= c.left && a.right <= c.right && a.top >= c.top && a.bottom <= c.bottom; }"), row.inner_text()
+    assert [row.evaluate("(tr) => tr.getBoundingClientRect().height") for row in rows] == heights

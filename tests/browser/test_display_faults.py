@@ -1,5 +1,5 @@
 """In real Chromium: no stray marks. No dot between a row's tick box and its id, no lone "done" after a
-finished search, no row note cut short."""
+finished search, no row note cut short, no total coloured otherwise than its column."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 from dashboard.presenters import dom_id
 from queues import EchoMQ
 from tests.support.browser import Console, wait_until_live
-from tests.support.jobs import failed_job, failed_jobs
+from tests.support.jobs import done_jobs, failed_job, failed_jobs
 
 pytestmark = pytest.mark.browser
 
@@ -56,3 +56,22 @@ def test_a_rows_note_shows_whole_and_the_row_keeps_its_height(operator_page: Pag
             " return n.scrollWidth <= n.clientWidth && n.scrollHeight <= n.clientHeight"
             " && a.left >= c.left && a.right <= c.right && a.top >= c.top && a.bottom <= c.bottom; }"), row.inner_text()
     assert [row.evaluate("(tr) => tr.getBoundingClientRect().height") for row in rows] == heights
+
+
+def test_the_overviews_totals_are_coloured_as_their_columns(page: Page, console: Console, mq: EchoMQ) -> None:
+    failed_job(mq, "tints", "failed-one")
+    done_jobs(mq, "tints", 1)
+    mq.enqueue("tints", "x")
+    mq.claim("tints", lease_ms=3_600_000)
+    mq.enqueue("tints", "x")
+    mq.enqueue("tints", "x", delay_ms=3_600_000)
+    page.goto(console.url + "?filter=tints")
+    wait_until_live(page)
+    # The totals are the census's: once it has read the queue, the failed total is warm as its cell.
+    expect(page.locator("#overview-summary .stat.failed")).to_have_class("stat failed warm", timeout=20_000)
+
+    colour = "(e) => getComputedStyle(e).color"
+    for column in ("pending", "delayed", "active", "done", "failed"):
+        total = page.locator(f"#overview-summary .stat.{column} .value").evaluate(colour)
+        cell = page.locator(f"#overview-rows td.num.{column}").evaluate(colour)
+        assert total == cell, column

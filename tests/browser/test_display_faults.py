@@ -1,7 +1,9 @@
 """In real Chromium: no stray marks. No dot between a row's tick box and its id, no lone "done" after a
-finished search, no row note cut short, no total coloured otherwise than its column."""
+finished search, no row note cut short, no total coloured otherwise than its column, no live-looking « First."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -75,3 +77,18 @@ def test_the_overviews_totals_are_coloured_as_their_columns(page: Page, console:
         total = page.locator(f"#overview-summary .stat.{column} .value").evaluate(colour)
         cell = page.locator(f"#overview-rows td.num.{column}").evaluate(colour)
         assert total == cell, column
+
+
+def test_first_on_the_first_page_looks_unlike_a_live_button(page: Page, console: Console, mq: EchoMQ) -> None:
+    failed_jobs(mq, "first-page", 25)
+    page.goto(console.url + "queue/?q=first-page&state=failed&limit=20")
+    pager = page.locator("#queue-jobs .pager")
+
+    first, following = pager.locator(".button", has_text="« First"), pager.locator(".button", has_text="Next ›")
+
+    expect(following).to_have_attribute("href", re.compile(r"."))
+    assert first.evaluate("(e) => e.tagName") == "SPAN"
+    style = "(e) => { const s = getComputedStyle(e); return [s.color, s.borderTopStyle, s.cursor]; }"
+    assert first.evaluate(style)[1:] == ["dashed", "default"]
+    assert following.evaluate(style)[1:] == ["solid", "pointer"]
+    assert first.evaluate(style)[0] != following.evaluate(style)[0]

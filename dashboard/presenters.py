@@ -179,7 +179,7 @@ class OverviewQuery:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> OverviewQuery:
-        """The slice a link names; a sort or an order the page does not offer is refused in words."""
+        """The slice a link names; a sort, an order, an offset or a size the page cannot show is refused in words."""
         sort = query.get("sort") or "name"
         if sort not in SORTS:
             raise InvalidInput(f"unknown sort {sort!r}: sort by {', '.join(SORTS)}")
@@ -188,9 +188,9 @@ class OverviewQuery:
             raise InvalidInput(f"unknown order {order!r}: asc or desc")
         descending = order == "desc" if order else SORTS[sort] == "desc"
         offset_text, limit_text = query.get("offset", ""), query.get("limit", "")
-        offset = int(offset_text) if offset_text.isdigit() and len(offset_text) < 10 else 0
-        limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 5 else OVERVIEW_DEFAULT_SIZE
-        limit = limit if limit in PAGE_SIZES else OVERVIEW_DEFAULT_SIZE
+        # As on a queue page: any size up to the largest offered, as the link says; one it cannot be, in words.
+        offset = _offset(offset_text) if offset_text else 0
+        limit = _page_size(limit_text) if limit_text else OVERVIEW_DEFAULT_SIZE
         return cls(query.get("filter", "").strip()[:FILTER_MAX], sort, descending, offset, limit)
 
     def with_filter(self, text: str) -> OverviewQuery:

@@ -88,8 +88,8 @@ STALE_ROW_MS = 15_000
 # The queue page's message also holds its summary, the clock and the Redis banner (an error's words).
 QUEUE_MESSAGE_MARGIN_BYTES = 4096
 QUEUE_SUMMARY_ROOM_BYTES = 16 * 1024
-# Room left in a table's message beside its rows and the rest of its fragment: the pager's numbers
-# change with the rows that fit.
+# Room left in a table's message beside its rows and the rest of its fragment as measured: the attributes
+# a table sent live adds (its count of parts, an answer to a filter) and a further part's own few tags.
 MESSAGE_MARGIN_BYTES = 1024
 
 

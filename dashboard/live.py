@@ -78,11 +78,10 @@ class OverviewPage(LivePage):
         self.query = query or presenters.OverviewQuery()
         self.census = census or census_pass()
         self.queues = frozenset()
-        # The names the page's slice held at the last table sent (before the byte budget cut it).
+        # The names the page's slice held at the last table sent.
         self.window: list[str] | None = None
         # Each row's HTML as the page last got it: a push sends only the rows that differ.
         self.sent: dict[str, str] = {}
-        self.budget = 0
         # The next table answers the operator's own filter: the page shows it at once, pointer or not.
         self.asked = False
         # The rows' why reasons, read for the names on screen; again on the follower's tick or for other names.
@@ -136,15 +135,20 @@ class OverviewPage(LivePage):
     def _summary(self, data: OverviewPageData) -> str:
         return _render("dashboard/_overview_summary.html", {"totals": data.totals})
 
-    def _table(self, data: OverviewPageData, names: list[str]) -> str:
+    def _table(self, data: OverviewPageData, names: list[str]) -> list[str]:
         self.window = names
         context = row_html.overview_table_context(self.query, data.total, data.rows, cluster=data.cluster)
         shown: list[presenters.QueueRow] = context["rows"]  # type: ignore[assignment]
-        self.budget = int(context["rows_budget"])  # type: ignore[call-overload]
         self.queues = frozenset(row.name for row in shown)
         self.sent = {row.name: row_html.overview_row(row, cluster=data.cluster) for row in shown}
         context["asked"], self.asked = self.asked, False
-        return _render("dashboard/_overview_table.html", context)
+        chunks: list[str] = context["row_chunks"]  # type: ignore[assignment]
+        # A page too large for one message: its table comes in parts, which the page puts together.
+        parts = len(chunks) + 1
+        return [_render("dashboard/_overview_table.html", {**context, "rows_html": context["first_rows_html"],
+                                                            "parts": parts}),
+                *(_render("dashboard/_overview_table_part.html", {"rows_html": chunk, "part": n + 2, "parts": parts})
+                  for n, chunk in enumerate(chunks))]
 
     async def full(self, follower: Follower) -> list[str]:
         self.census.wanted()
@@ -154,7 +158,7 @@ class OverviewPage(LivePage):
         if follower.up is not False:
             await self._read_marks(follower)
         data = self._data(follower, names, total)
-        return [_common(follower, 0, status=True) + self._summary(data), self._table(data, names)]
+        return [_common(follower, 0, status=True) + self._summary(data), *self._table(data, names)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         self.census.wanted()
@@ -169,17 +173,18 @@ class OverviewPage(LivePage):
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(data)]
         rows = data.rows
         html = [row_html.overview_row(row, cluster=data.cluster) for row in rows]
-        fitted = row_html.rows_that_fit(html, self.budget)
-        if self.stale or update.up is True or names != self.window or fitted != len(self.sent):
-            # Other queues, another order, or rows that grew past the page's byte budget: the whole table.
+        if self.stale or update.up is True or names != self.window:
+            # Other queues or another order: the whole table.
             self.stale = self.census.census.names is None
-            messages.append(self._table(data, names))
+            messages.extend(self._table(data, names))
             return messages
-        differ = [row for row, text in zip(rows[:fitted], html) if text != self.sent.get(row.name)]
+        differ = [row for row, text in zip(rows, html) if text != self.sent.get(row.name)]
         if differ:
-            self.sent.update((row.name, text) for row, text in zip(rows[:fitted], html))
-            # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
-            messages.append(row_html.overview_rows(differ, cluster=data.cluster, oob=True))
+            self.sent.update((row.name, text) for row, text in zip(rows, html))
+            # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags. Each swaps
+            # into place by its id, so rows that differ come in as many messages as they need.
+            oob = [row_html.overview_row(row, cluster=data.cluster, oob=True) for row in differ]
+            messages.extend(row_html.message_chunks(oob))
         return messages
 
 

@@ -344,7 +344,12 @@ def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @viewers_only
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     filters = {name: request.GET.get(name, "").strip() for name in ("user", "queue", "action", "outcome")}
-    entries = AuditEntry.objects.all()
+    actions, outcomes = audit_actions(), AuditEntry.Outcome.choices
+    # A link naming an action or outcome the log does not know is refused in words, never read as "any".
+    unknown = [f"unknown {name} {filters[name]!r}: one of {', '.join(value for value, _ in choices)}"
+               for name, choices in (("action", actions), ("outcome", outcomes))
+               if filters[name] and filters[name] not in {value for value, _ in choices}]
+    entries = AuditEntry.objects.none() if unknown else AuditEntry.objects.all()
     if filters["user"]:
         entries = entries.filter(username=filters["user"])
     if filters["queue"]:
@@ -357,14 +362,17 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     context = {
-        "page": page, "filters": filters, "query": query,
-        "actions": audit_actions(), "outcomes": AuditEntry.Outcome.choices,
+        "page": page, "filters": filters, "query": query, "refusal": "; ".join(unknown),
+        "actions": actions, "outcomes": outcomes,
+        "action_known": not filters["action"] or filters["action"] in dict(actions),
+        "outcome_known": not filters["outcome"] or filters["outcome"] in dict(outcomes),
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }
+    status = 400 if unknown else 200
     if request.htmx and request.htmx.target == "audit-rows":
-        return render(request, "dashboard/actions/audit_rows.html", context)
-    return render(request, "dashboard/actions/audit_log.html", context)
+        return render(request, "dashboard/actions/audit_rows.html", context, status=status)
+    return render(request, "dashboard/actions/audit_log.html", context, status=status)
 
 
 def _search_count(request: HtmxHttpRequest, search: SearchRequest) -> tuple[int, str]:

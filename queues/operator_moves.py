@@ -133,6 +133,14 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
     OperatorMove("restore", "job", "restore", "Restore", "restored",
                  "a pending or failed job's payload becomes one of its kept versions, byte for byte",
                  "restore a payload version", ("failed", "pending"), over_search=False, arguments=("version",)),
+    OperatorMove("clone", "job", "clone", "Clone", "cloned",
+                 "a new job (a new id) in the same queue, with this job's payload or an edited one, due now or "
+                 "after a delay; the job cloned stays as it is", "clone a job",
+                 ("failed", "done", "pending", "active"), asks_first=STATES, over_search=False,
+                 ask_one=("Clone job {job} {shown} of",
+                          "A new job is enqueued with the payload shown below; its handler runs it as any job. "
+                          "The job cloned stays as it is.", "Yes, clone it", "Don't clone"),
+                 arguments=("new_id", "new_payload", "delay_ms", "max_attempts")),
     OperatorMove("recover_all", "queue", "recover_expired", "Recover", "recovered", "recover every lapsed lease",
                  "recover every lapsed lease", ("active",)),
     OperatorMove("retry_all", "queue", "retry_failed", "Retry", "retried", "retry every failed job",

@@ -29,7 +29,7 @@ from .monitoring.overview_latency import overview_latency_context
 from .pages.job import read_job_page
 from .pages.overview import overview_page_data, overview_window
 from .pages.queue import read_queue_page
-from .payload_edits import edit_done, edit_panel
+from .payload_edits import clone_panel, edit_done, edit_panel
 from .queue_names import queue_missing
 from .saved_views.services import pinned_views
 from .services import emq, live_follower, read
@@ -157,7 +157,8 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
                    **why_context(data.why))
     if data.view.exists:
         context.update(edit=edit_panel(data.view, request.GET.get("v", "")),
-                       done=edit_done(request.user, name, job_id, request.GET.get("done", "")))
+                       done=edit_done(request.user, name, job_id, request.GET.get("done", "")),
+                       clone=clone_panel(data.view))
     status = 200 if data.view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)

@@ -32,6 +32,7 @@ from dashboard.services import emq
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
 from queues.keys import job_id_token, parse_job_id_token
+from queues.moves import MAX_DELAY_MS
 from queues.search import Limits, Search, check_match_move
 
 from . import access, previews, services
@@ -223,6 +224,47 @@ def restore_action(request: HtmxHttpRequest) -> HttpResponse:
                                  expect_state=data.get("state", ""), expect_attempts=data.get("attempts", ""),
                                  version=int(version))
     return _edited(request, entry)
+
+
+def _delay_ms(text: str) -> int:
+    """The form's delay, in whole seconds (empty: due now), as ms."""
+    text = text.strip()
+    if not text:
+        return 0
+    if not re.fullmatch(r"[0-9]{1,9}", text) or int(text) * 1000 > MAX_DELAY_MS:
+        raise InvalidInput(f"the delay is a whole number of seconds up to {MAX_DELAY_MS // 1000}, not {text!r}")
+    return int(text) * 1000
+
+
+@require_POST
+@operators_only
+def clone_action(request: HtmxHttpRequest) -> HttpResponse:
+    """A new job made from this one (a new id; its payload or an edited one; a delay): asked first, with what
+    it makes in words, then one script that writes nothing when the job moved on or the id is taken."""
+    data = request.POST
+    shown_max = data.get("shown_max_attempts", "").strip()
+    max_attempts = data.get("max_attempts", "").strip()
+    edited = data.get("payload_from") == "edited"
+    fields: dict[str, Any] = {
+        "queue": data.get("q", ""), "job_id": parse_job_id_token(data.get("id", "")),
+        "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", ""),
+        "new_id": data.get("new_id", "").strip(),
+        "payload": _payload_text(data.get("payload", ""), kept_cr=data.get("cr") == "1") if edited else None,
+        "delay_ms": _delay_ms(data.get("delay_s", "")),
+        "max_attempts": "" if max_attempts == shown_max else max_attempts}
+    services.check_access(user=request.user, queue=fields["queue"])
+    hidden = [(name, data.get(name, "")) for name in ("q", "id", "state", "attempts", "new_id", "payload_from",
+                                                      "delay_s", "max_attempts", "shown_max_attempts", "cr")]
+    if edited:
+        hidden.append(("payload", data.get("payload", "")))
+    answer = _confirmed(request, lambda: previews.clone_preview(**fields), previews.clone_proposal(**fields), hidden,
+                        "#clone-answer")
+    if isinstance(answer, HttpResponse):
+        return answer
+    entry = services.job_clone(user=request.user, **fields)
+    new_id = entry.parameters.get("new_id", "") if entry.outcome == AuditEntry.Outcome.MOVED else ""
+    return _page_or_fragment(request, "dashboard/actions/cloned.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry, "new_id": new_id})
 
 
 @require_POST

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queues import EchoMQ, QueueKeys, moves, why
+from queues import EchoMQ, QueueKeys, moves
 from tests.support.jobs import many_queues
 from tests.support.redis_servers import RedisServer
 
@@ -59,8 +59,8 @@ def bench_reads(mq: EchoMQ, sizes: list[int], repeat: int) -> list[str]:
         _fill(mq, queue, size)
         filled_s = time.perf_counter() - started
         middle = f"fill{size // 2:010d}"
-        for label, read in (("queue_why", lambda q=queue: why.queue_why(mq, q)),
-                            ("job_why", lambda q=queue, j=middle: why.job_why(mq, q, j))):
+        for label, read in (("queue_why", lambda q=queue: mq.queue_why(q)),
+                            ("job_why", lambda q=queue, j=middle: mq.job_why(q, j))):
             read()
             mq.redis.config_resetstat()
             walls = []

@@ -122,6 +122,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
     hearing: asyncio.Task[None] | None = None
     heard_again: bool = False
     next_heard_at: float = 0.0
+    # One render and its messages at a time: a table sent in parts never has another's parts between them.
+    turn: asyncio.Lock
     # What a page may say on this socket, by its key (the permission test wants an entry for each).
     MESSAGE_TYPES: tuple[str, ...] = ()
 
@@ -137,6 +139,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         except InvalidInput:
             await self.close(code=BAD_REQUEST)
             return
+        self.turn = asyncio.Lock()
         self.follower = await Follower.shared(redis_url(), poll_interval_s=float(settings.EMQ_LIVE_SAFETY_POLL_S))
         self.subscription = self.follower.subscribe(self.page.queues)
         self.pusher = asyncio.create_task(self._push())
@@ -177,7 +180,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(max(0.0, self.next_heard_at - time.monotonic()))
                 self.heard_again = False
                 started = time.monotonic()
-                await self._send_all(await self._safely(self.page.full(self.follower)))
+                async with self.turn:
+                    await self._send_all(await self._safely(self.page.full(self.follower)))
                 self.next_heard_at = time.monotonic() + max(MIN_INTERVAL_S, (time.monotonic() - started) * 4)
                 if not self.heard_again:
                     return
@@ -190,11 +194,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def _push(self) -> None:
         assert self.subscription is not None
         try:
-            await self._send_all(await self._safely(self.page.full(self.follower)))
+            async with self.turn:
+                await self._send_all(await self._safely(self.page.full(self.follower)))
             while True:
                 update = await self.subscription.next()
                 started = time.monotonic()
-                await self._send_all(await self._safely(self.page.changed(self.follower, update)))
+                async with self.turn:
+                    await self._send_all(await self._safely(self.page.changed(self.follower, update)))
                 await asyncio.sleep(max(MIN_INTERVAL_S, (time.monotonic() - started) * 4))
         except asyncio.CancelledError:
             raise

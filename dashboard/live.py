@@ -15,6 +15,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from queues import EmqError, InvalidInput, validate_job_id, why
+from queues.deploys import DeployMark, deploy_marks
 from queues.follower import Follower, Update
 from queues.keys import parse_job_id_token
 from queues.reads import QueueStats
@@ -77,16 +78,17 @@ class OverviewPage(LivePage):
         self.query = query or presenters.OverviewQuery()
         self.census = census or census_pass()
         self.queues = frozenset()
-        # The names the page's slice held at the last table sent (before the byte budget cut it).
+        # The names the page's slice held at the last table sent.
         self.window: list[str] | None = None
         # Each row's HTML as the page last got it: a push sends only the rows that differ.
         self.sent: dict[str, str] = {}
-        self.budget = 0
         # The next table answers the operator's own filter: the page shows it at once, pointer or not.
         self.asked = False
         # The rows' why reasons, read for the names on screen; again on the follower's tick or for other names.
         self.reasons: dict[str, why.Reason] = {}
         self.reasons_for: list[str] | None = None
+        # The deploy marks the moves chart draws, read again on the follower's tick.
+        self.marks: list[DeployMark] = []
 
     def hear(self, message: dict[str, Any]) -> bool:
         """The operator typed in the filter box: the table is sent again, filtered as the URL says."""
@@ -112,32 +114,51 @@ class OverviewPage(LivePage):
                 results.append(Unreadable(error) if error else None)
         return overview_page_data(census, self.query, names, total, results, now_ms=follower.now_ms,
                                   throughput=follower.throughput, reasons=self.reasons, cluster=follower.cluster,
-                                  locations=follower.locations)
+                                  locations=follower.locations, marks=self.marks)
 
     async def _read_reasons(self, follower: Follower, names: list[str], *, again: bool) -> None:
         if follower.mq is not None and (again or names != self.reasons_for):
             self.reasons, self.reasons_for = await overview_reasons_async(follower.mq, names), names
 
+    async def _read_marks(self, follower: Follower) -> None:
+        """The deploy marks of the moves chart's window (the newest 20: bounded); kept when Redis does not answer."""
+        if follower.mq is None or not follower.now_ms:
+            return
+        window_ms = follower.throughput.buckets * follower.throughput.bucket_s * 1000
+        try:
+            found = await follower.mq.run(deploy_marks(since_ms=max(follower.now_ms - window_ms, 0),
+                                                       until_ms=follower.now_ms + window_ms, limit=20, newest=True))
+        except EmqError:
+            return
+        self.marks = found.marks
+
     def _summary(self, data: OverviewPageData) -> str:
         return _render("dashboard/_overview_summary.html", {"totals": data.totals})
 
-    def _table(self, data: OverviewPageData, names: list[str]) -> str:
+    def _table(self, data: OverviewPageData, names: list[str]) -> list[str]:
         self.window = names
         context = row_html.overview_table_context(self.query, data.total, data.rows, cluster=data.cluster)
         shown: list[presenters.QueueRow] = context["rows"]  # type: ignore[assignment]
-        self.budget = int(context["rows_budget"])  # type: ignore[call-overload]
         self.queues = frozenset(row.name for row in shown)
         self.sent = {row.name: row_html.overview_row(row, cluster=data.cluster) for row in shown}
         context["asked"], self.asked = self.asked, False
-        return _render("dashboard/_overview_table.html", context)
+        chunks: list[str] = context["row_chunks"]  # type: ignore[assignment]
+        # A page too large for one message: its table comes in parts, which the page puts together.
+        parts = len(chunks) + 1
+        return [_render("dashboard/_overview_table.html", {**context, "rows_html": context["first_rows_html"],
+                                                            "parts": parts}),
+                *(_render("dashboard/_overview_table_part.html", {"rows_html": chunk, "part": n + 2, "parts": parts})
+                  for n, chunk in enumerate(chunks))]
 
     async def full(self, follower: Follower) -> list[str]:
         self.census.wanted()
         self.stale = self.census.census.names is None
         names, total = overview_window(self.census.census, self.query)
         await self._read_reasons(follower, names, again=True)
+        if follower.up is not False:
+            await self._read_marks(follower)
         data = self._data(follower, names, total)
-        return [_common(follower, 0, status=True) + self._summary(data), self._table(data, names)]
+        return [_common(follower, 0, status=True) + self._summary(data), *self._table(data, names)]
 
     async def changed(self, follower: Follower, update: Update) -> list[str]:
         self.census.wanted()
@@ -146,21 +167,24 @@ class OverviewPage(LivePage):
         names, total = overview_window(self.census.census, self.query)
         if follower.up is not False:
             await self._read_reasons(follower, names, again=update.tick)
+            if update.tick:
+                await self._read_marks(follower)
         data = self._data(follower, names, total)
         messages = [_common(follower, 0, status=update.up is not None) + self._summary(data)]
         rows = data.rows
         html = [row_html.overview_row(row, cluster=data.cluster) for row in rows]
-        fitted = row_html.rows_that_fit(html, self.budget)
-        if self.stale or update.up is True or names != self.window or fitted != len(self.sent):
-            # Other queues, another order, or rows that grew past the page's byte budget: the whole table.
+        if self.stale or update.up is True or names != self.window:
+            # Other queues or another order: the whole table.
             self.stale = self.census.census.names is None
-            messages.append(self._table(data, names))
+            messages.extend(self._table(data, names))
             return messages
-        differ = [row for row, text in zip(rows[:fitted], html) if text != self.sent.get(row.name)]
+        differ = [row for row, text in zip(rows, html) if text != self.sent.get(row.name)]
         if differ:
-            self.sent.update((row.name, text) for row, text in zip(rows[:fitted], html))
-            # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags.
-            messages.append(row_html.overview_rows(differ, cluster=data.cluster, oob=True))
+            self.sent.update((row.name, text) for row, text in zip(rows, html))
+            # Table rows travel alone: mixed with <div>s, the HTML parser would drop their tags. Each swaps
+            # into place by its id, so rows that differ come in as many messages as they need.
+            oob = [row_html.overview_row(row, cluster=data.cluster, oob=True) for row in differ]
+            messages.extend(row_html.message_chunks(oob))
         return messages
 
 
@@ -262,5 +286,5 @@ class JobPage(LivePage):
     async def _why(self, follower: Follower) -> str:
         if follower.mq is None:
             return _why_down(follower)
-        return _render("dashboard/_why_line.html", why_context(await why.job_why_async(follower.mq, self.queue,
+        return _render("dashboard/_why_line.html", why_context(await follower.mq.job_why(self.queue,
                                                                                         self.job_id)))

@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from queues import InvalidInput, Refused, Unavailable
+from queues import STATES, InvalidInput, Refused, Unavailable
 from queues.keys import job_id_token
+from queues.moves import new_job_id
 from queues.payload_versions import VERSIONS_MAX, VERSIONS_MAX_BYTES, PayloadVersion, QueueSchema, schema, versions
 from queues.reads import JobView
 
@@ -115,20 +116,50 @@ def _form_text(view: JobView) -> tuple[str, str]:
         why = ("it is active: its worker may be running it" if view.state == "active"
                else f"it is {view.state or 'without a state'}")
         return "", f"A job is edited while pending or failed; {why}."
+    return _payload_text(view)
+
+
+def _payload_text(view: JobView, command: str = "edit") -> tuple[str, str]:
+    """The payload as text a form may hold, or '' and why it may not (``command``: the emq command to use instead)."""
     if view.payload_length > EDIT_MAX_BYTES:
         return "", (f"The payload is {view.payload_length} bytes, more than the {EDIT_MAX_BYTES // 1024} KiB this form "
-                    "edits: use emq edit with --payload-file.")
+                    f"edits: use emq {command} with --payload-file.")
     if not view.payload_whole:
         return "", "The payload was not read whole: reload the page."
     try:
         text = view.payload.decode()
     except UnicodeDecodeError:
-        return "", "The payload is not UTF-8 text: edit it with emq edit and --payload-file."
+        return "", f"The payload is not UTF-8 text: edit it with emq {command} and --payload-file."
     if payload_escaped(text):
         # A form would hold them unseen, and an edit would carry them on unseen.
-        return "", ("The payload holds invisible or bidi characters (shown above as escapes): edit it with emq edit "
-                    "and --payload-file, where you see its bytes.")
+        return "", (f"The payload holds invisible or bidi characters (shown above as escapes): edit it with emq "
+                    f"{command} and --payload-file, where you see its bytes.")
     return text, ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClonePanel:
+    """The job page's clone form: the source as shown, a new id to start from, the payload's text when it can be
+    edited in the page (else only the source's bytes are offered, and ``why_not`` says why)."""
+
+    state: str
+    attempts: str
+    max_attempts: str
+    new_id: str
+    text: str
+    why_not: str
+
+    @property
+    def has_cr(self) -> bool:
+        return "\r" in self.text
+
+
+def clone_panel(view: JobView) -> ClonePanel | None:
+    """The clone form for ``view``, or None when the job cannot be cloned (no state of the four: odd data)."""
+    if view.state not in STATES:
+        return None
+    text, why_not = _payload_text(view, "clone")
+    return ClonePanel(view.state, view.text("attempts"), view.text("max_attempts") or "3", new_job_id(), text, why_not)
 
 
 def edit_panel(view: JobView, compare: str = "") -> EditPanel:

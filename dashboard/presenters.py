@@ -16,11 +16,13 @@ from urllib.parse import parse_qsl, urlencode
 from queues import STATES, EmqError, InvalidInput
 from queues.census import SORTS, CensusTotals
 from queues.cluster import QueueLocation
+from queues.deploys import DeployMark
 from queues.follower import Throughput
 from queues.moves import digits
 from queues.reads import Event, JobRow, JobView, Page, QueueStats, payload_preview
 from queues.why import Reason
 
+from .monitoring.charts import mark_lines
 from .pages.job import JobPageData
 
 PAGE_SIZES: Final = (20, 50, 100, 200)
@@ -45,6 +47,8 @@ class Spark:
     bucket_s: int
     width: int = 120
     height: int = 22
+    # Deploy marks in its window: (x, hover text), drawn as vertical lines.
+    marks: tuple[tuple[float, str], ...] = ()
 
     @property
     def peak(self) -> int:
@@ -66,7 +70,7 @@ class Spark:
             return ""
         peak = self.peak or 1
         step = self.width / max(len(self.counts) - 1, 1)
-        # Whole pixels: a row of the overview carries one of these, and fifty rows share one 64 KiB message.
+        # Whole pixels: a row of the overview carries one of these, and its rows share 64 KiB messages.
         return " ".join(f"{round(i * step)},{round(self.height - 1 - (c / peak) * (self.height - 2))}"
                         for i, c in enumerate(self.counts))
 
@@ -86,11 +90,15 @@ class Spark:
         return round(self.width / max(len(self.counts), 1) - 1, 1)
 
 
-def spark_for(throughput: Throughput | None, queue: str | None, now_ms: int, **size: int) -> Spark | None:
+def spark_for(throughput: Throughput | None, queue: str | None, now_ms: int, marks: Sequence[DeployMark] = (), *,
+              width: int = 120, height: int = 22) -> Spark | None:
     if throughput is None:
         return None
     counts = throughput.total_series(now_ms) if queue is None else throughput.series(queue, now_ms)
-    return Spark(counts, throughput.bucket_s, **size)
+    bucket_ms = throughput.bucket_s * 1000
+    drawn = mark_lines(list(marks), start_ms=(now_ms // bucket_ms - len(counts) + 1) * bucket_ms,
+                       span_ms=max(len(counts), 1) * bucket_ms, left=0, width=width)
+    return Spark(counts, throughput.bucket_s, width, height, tuple(drawn))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +167,6 @@ def totals(census: CensusTotals, spark: Spark | None) -> Totals:
 # No message a live page sends is longer (daphne refuses over 1 MiB; a page must never depend on one that
 # would be): the fragments are bounded by construction (rows.overview_table_context, rows.queue_page_context).
 MESSAGE_MAX_BYTES: Final = 64 * 1024
-OVERVIEW_SIZES: Final = (20, 50, 100)
 OVERVIEW_DEFAULT_SIZE: Final = 50
 # The longest overview filter a page may set (a queue name is at most this long too).
 FILTER_MAX: Final = 128
@@ -180,7 +187,7 @@ class OverviewQuery:
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> OverviewQuery:
-        """The slice a link names; a sort or an order the page does not offer is refused in words."""
+        """The slice a link names; a sort, an order, an offset or a size the page cannot show is refused in words."""
         sort = query.get("sort") or "name"
         if sort not in SORTS:
             raise InvalidInput(f"unknown sort {sort!r}: sort by {', '.join(SORTS)}")
@@ -189,9 +196,9 @@ class OverviewQuery:
             raise InvalidInput(f"unknown order {order!r}: asc or desc")
         descending = order == "desc" if order else SORTS[sort] == "desc"
         offset_text, limit_text = query.get("offset", ""), query.get("limit", "")
-        offset = int(offset_text) if offset_text.isdigit() and len(offset_text) < 10 else 0
-        limit = int(limit_text) if limit_text.isdigit() and len(limit_text) < 5 else OVERVIEW_DEFAULT_SIZE
-        limit = limit if limit in OVERVIEW_SIZES else OVERVIEW_DEFAULT_SIZE
+        # As on a queue page: any size up to the largest offered, as the link says; one it cannot be, in words.
+        offset = _offset(offset_text) if offset_text else 0
+        limit = _page_size(limit_text) if limit_text else OVERVIEW_DEFAULT_SIZE
         return cls(query.get("filter", "").strip()[:FILTER_MAX], sort, descending, offset, limit)
 
     def with_filter(self, text: str) -> OverviewQuery:
@@ -225,6 +232,11 @@ class OverviewQuery:
     def kept_fields(self) -> list[tuple[str, str]]:
         """What the filter box's form sends beside the filter: the sort, its direction and the size."""
         return parse_qsl(self.query(filter="", offset=0))
+
+    @property
+    def size_fields(self) -> list[tuple[str, str]]:
+        """What the page-size control sends beside the size: the filter, the sort and its direction."""
+        return parse_qsl(self.query(offset=0, limit=OVERVIEW_DEFAULT_SIZE))
 
     @property
     def sort_label(self) -> str:

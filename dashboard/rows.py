@@ -8,7 +8,7 @@ template. Every value that comes from Redis passes through ``escape``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from urllib.parse import quote
 
 from django.conf import settings
@@ -81,11 +81,6 @@ def overview_row(row: QueueRow, *, cluster: bool, oob: bool = False, queue_url: 
     return "".join(out)
 
 
-def overview_rows(rows: Iterable[QueueRow], *, cluster: bool, oob: bool = False) -> SafeString:
-    queue_url = reverse("queue")
-    return mark_safe("".join(overview_row(row, cluster=cluster, oob=oob, queue_url=queue_url) for row in rows))
-
-
 # A row whose counts are older than this says so (the census reads every queue in turn; a page's own rows
 # are read live).
 STALE_ROW_MS = 15_000
@@ -93,17 +88,41 @@ STALE_ROW_MS = 15_000
 # The queue page's message also holds its summary, the clock and the Redis banner (an error's words).
 QUEUE_MESSAGE_MARGIN_BYTES = 4096
 QUEUE_SUMMARY_ROOM_BYTES = 16 * 1024
-# Room left in a table's message beside its rows and the rest of its fragment: the pager's numbers
-# change with the rows that fit.
+# Room left in a table's message beside its rows and the rest of its fragment as measured: the attributes
+# a table sent live adds (its count of parts, an answer to a filter) and a further part's own few tags.
 MESSAGE_MARGIN_BYTES = 1024
 
 
-def overview_rows_bounded(rows: list[QueueRow], *, cluster: bool, budget: int) -> tuple[SafeString, int]:
-    """The rows that fit in ``budget`` bytes (at least one), and how many they are."""
+def overview_table_context(query: OverviewQuery, total: int, rows: list[QueueRow], *,
+                           cluster: bool) -> dict[str, object]:
+    """What the overview's table fragment shows: every row of the page, the pager and the sort links.
+
+    ``row_chunks`` splits the rows after those that fit in the first live message beside the rest of the
+    fragment (its headings, pager and links, measured here) into further messages of at most the same
+    size, so every push stays within MESSAGE_MAX_BYTES whatever the queue names, pause reasons and filter
+    hold; the page puts the parts together before it shows the table. The first render is one HTTP answer
+    and needs no parts.
+    """
+    context: dict[str, object] = {"rows": rows, "rows_html": "", "pager": OverviewPager(query, total, len(rows)),
+                                  "query": query, "filter": query.filter, "cluster": cluster, "oob": True,
+                                  "reasons": settings.EMQ_OVERVIEW_REASONS, "page_sizes": PAGE_SIZES}
+    around = len(render_to_string("dashboard/_overview_table.html", context).encode())
     queue_url = reverse("queue")
     html = [overview_row(row, cluster=cluster, queue_url=queue_url) for row in rows]
-    fitted = rows_that_fit(html, budget)
-    return mark_safe("".join(html[:fitted])), fitted
+    first = rows_that_fit(html, MESSAGE_MAX_BYTES - around - MESSAGE_MARGIN_BYTES)
+    context.update(rows_html=mark_safe("".join(html)), first_rows_html=mark_safe("".join(html[:first])),
+                   row_chunks=message_chunks(html[first:]), oob=False)
+    return context
+
+
+def message_chunks(html: list[str]) -> list[SafeString]:
+    """These rows in runs that each fit one live message beside a part's own few tags."""
+    chunks: list[SafeString] = []
+    while html:
+        fitted = rows_that_fit(html, MESSAGE_MAX_BYTES - MESSAGE_MARGIN_BYTES)
+        chunks.append(mark_safe("".join(html[:fitted])))
+        html = html[fitted:]
+    return chunks
 
 
 def rows_that_fit(html: list[str], budget: int) -> int:
@@ -114,26 +133,6 @@ def rows_that_fit(html: list[str], budget: int) -> int:
         if n and used > budget:
             return n
     return len(html)
-
-
-def overview_table_context(query: OverviewQuery, total: int, rows: list[QueueRow], *,
-                           cluster: bool) -> dict[str, object]:
-    """What the overview's table fragment shows: the rows that fit in one live message beside the rest of
-    the fragment (its headings, pager and links, measured here), the pager and the sort links.
-
-    So the page the browser first gets and every push of its table stay within MESSAGE_MAX_BYTES whatever
-    the queue names, pause reasons and filter hold; the pager goes on from the first row left out.
-    """
-    context: dict[str, object] = {"rows": [], "rows_html": "", "pager": OverviewPager(query, total, len(rows)),
-                                  "query": query, "filter": query.filter, "cluster": cluster, "oob": True,
-                                  "reasons": settings.EMQ_OVERVIEW_REASONS}
-    around = len(render_to_string("dashboard/_overview_table.html", context).encode())
-    budget = MESSAGE_MAX_BYTES - around - MESSAGE_MARGIN_BYTES
-    rows_html, fitted = overview_rows_bounded(rows, cluster=cluster, budget=budget)
-    shown = rows[:fitted]
-    context.update(rows=shown, rows_html=rows_html, pager=OverviewPager(query, total, len(shown)),
-                   rows_budget=budget, oob=False)
-    return context
 
 
 def _when(line: JobLine) -> str:

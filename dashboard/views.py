@@ -23,13 +23,13 @@ from queues.reads import QueueStats
 from . import presenters, rows as row_html
 from .census import census_pass
 from .http import HtmxHttpRequest
-from .monitoring.charts import queue_history_context
+from .monitoring.charts import live_window_marks, queue_history_context
 from .monitoring.latency_chart import queue_latency_context
 from .monitoring.overview_latency import overview_latency_context
 from .pages.job import read_job_page
 from .pages.overview import overview_page_data, overview_window
 from .pages.queue import read_queue_page
-from .payload_edits import edit_done, edit_panel
+from .payload_edits import clone_panel, edit_done, edit_panel
 from .queue_names import queue_missing
 from .saved_views.services import pinned_views
 from .services import emq, live_follower, read
@@ -74,11 +74,12 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
     census.absorb_many(names, results)
     follower = live_follower()
     cluster = mq.is_cluster
+    now_ms = max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0)
     data = overview_page_data(
-        census, query, names, total, results,
-        now_ms=max((r.now_ms for r in results if isinstance(r, QueueStats)), default=0),
+        census, query, names, total, results, now_ms=now_ms,
         throughput=follower.throughput if follower else None, reasons=read(lambda mq: overview_reasons(mq, names)),
-        cluster=cluster, locations={n: mq.location(n) for n in names} if cluster else {})
+        cluster=cluster, locations={n: mq.location(n) for n in names} if cluster else {},
+        marks=live_window_marks(follower.throughput, now_ms) if follower else [])
     context.update(row_html.overview_table_context(query, data.total, data.rows, cluster=data.cluster))
     if not request.htmx:
         context["pinned"] = pinned_views(request.user)
@@ -156,7 +157,8 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
                    **why_context(data.why))
     if data.view.exists:
         context.update(edit=edit_panel(data.view, request.GET.get("v", "")),
-                       done=edit_done(request.user, name, job_id, request.GET.get("done", "")))
+                       done=edit_done(request.user, name, job_id, request.GET.get("done", "")),
+                       clone=clone_panel(data.view))
     status = 200 if data.view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)

@@ -78,7 +78,7 @@ def overview_reasons(mq: EchoMQ, names: list[str]) -> dict[str, why.Reason]:
     (none when the column is off)."""
     if not names or not settings.EMQ_OVERVIEW_REASONS:
         return {}
-    sweeper = why.read_sweeper(mq)
+    sweeper = mq.sweeper_lock()
     try:
         results = mq.run_many([why.queue_evidence(n) for n in names])
     except EmqError:
@@ -95,7 +95,7 @@ async def overview_reasons_async(mq: AsyncEchoMQ, names: list[str]) -> dict[str,
     kept = {n: _kept[n][1] for n in names if n in _kept and now - _kept[n][0] < REASON_KEPT_S}
     wanted = [n for n in names if n not in kept]
     if wanted:
-        sweeper = await why.read_sweeper_async(mq)
+        sweeper = await mq.sweeper_lock()
         try:
             results = await mq.run_many([why.queue_evidence(n) for n in wanted])
         except EmqError:

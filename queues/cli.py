@@ -137,29 +137,40 @@ def cmd_fail(mq: EchoMQ, args: argparse.Namespace) -> None:
 def cmd_operator(mq: EchoMQ, args: argparse.Namespace) -> None:
     row = job_move(args.command)
     arguments = {name: _move_argument(name, args) for name in row.arguments}
-    if "payload" in arguments:
+    given = arguments.get("payload", arguments.get("new_payload"))
+    if given is not None:
         # As the console does: a payload the queue's JSON Schema refuses is never written.
         found = mq.run(schema(args.queue))
-        problems = payload_problems(found.text, arguments["payload"]) if found.is_set else []
+        problems = payload_problems(found.text, given) if found.is_set else []
         if problems:
             raise InvalidInput(f"the payload does not match the JSON Schema of {args.queue}, so nothing was written: "
                                + "; ".join(problems))
     result = mq.operator_move(args.command, args.queue, args.id, expect_state=args.expect_state,
                               expect_attempts=args.expect_attempts, arguments=arguments)
-    print(_shown(result.describe()))
+    due = f", due {iso_time(result.due_ms)}" if result.due_ms is not None else ""
+    print(_shown(result.describe() + due))
+
+
+def _payload_option(args: argparse.Namespace) -> bytes | None:
+    """The bytes of --payload or --payload-file (- for stdin), None when neither is given."""
+    if args.payload is not None:
+        return str(args.payload).encode()
+    if args.payload_file is None:
+        return None
+    if args.payload_file == "-":
+        return sys.stdin.buffer.read(moves.MAX_PAYLOAD_BYTES + 1)
+    try:
+        with open(args.payload_file, "rb") as source:
+            return source.read(moves.MAX_PAYLOAD_BYTES + 1)
+    except OSError as error:
+        raise InvalidInput(f"cannot read {args.payload_file}: {error.strerror}") from None
 
 
 def _move_argument(name: str, args: argparse.Namespace) -> Any:
-    if name == "payload":
-        if args.payload is not None:
-            return args.payload.encode()
-        if args.payload_file == "-":
-            return sys.stdin.buffer.read(moves.MAX_PAYLOAD_BYTES + 1)
-        try:
-            with open(args.payload_file, "rb") as source:
-                return source.read(moves.MAX_PAYLOAD_BYTES + 1)
-        except OSError as error:
-            raise InvalidInput(f"cannot read {args.payload_file}: {error.strerror}") from None
+    if name in ("payload", "new_payload"):
+        return _payload_option(args)
+    if name == "new_id":
+        return args.new_id if args.new_id is not None else moves.new_job_id()
     return getattr(args, name)
 
 
@@ -176,6 +187,14 @@ def _add_move_arguments(p: argparse.ArgumentParser, names: tuple[str, ...]) -> N
             p.add_argument("--retry", action="store_true", help="a failed job is retried in the same step")
         elif name == "version":
             p.add_argument("--version", type=int, required=True, help="the kept version's number (emq show lists them)")
+        elif name == "new_id":
+            p.add_argument("--new-id", help="the new job's id (default: a new random id); refused if it is taken")
+        elif name == "new_payload":
+            given = p.add_mutually_exclusive_group()
+            given.add_argument("--payload", help="the new job's payload, as text (default: this job's, byte for byte)")
+            given.add_argument("--payload-file", help="a file holding the new job's payload, - for stdin")
+        elif name == "delay_ms":
+            p.add_argument("--delay-ms", type=int, default=0, help="due after this many ms (default: now)")
         else:
             raise ValueError(f"emq has no option for the move argument {name!r}: add it here")
 
@@ -228,9 +247,7 @@ def cmd_workers(mq: EchoMQ, args: argparse.Namespace) -> None:
 
 
 def cmd_why(mq: EchoMQ, args: argparse.Namespace) -> None:
-    from . import why
-
-    answer = why.queue_why(mq, args.queue) if args.id is None else why.job_why(mq, args.queue, args.id)
+    answer = mq.queue_why(args.queue) if args.id is None else mq.job_why(args.queue, args.id)
     if args.json:
         _out(answer.as_dict())
     else:
@@ -465,6 +482,8 @@ def _explained(mq: EchoMQ, args: argparse.Namespace) -> None:
         for share in found.fields:
             print(f"  {_shown(share.describe())}")
     print(f"emq: {read.failed} failed jobs; read from {read.bounds()}", file=sys.stderr)
+    for note in read.notes:
+        print(f"emq: note: {_shown(note)}", file=sys.stderr)
 
 
 def cmd_bulk(mq: EchoMQ, args: argparse.Namespace) -> None:

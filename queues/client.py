@@ -28,10 +28,10 @@ import redis
 import redis.exceptions
 from redis.crc import key_slot
 
-from . import moves, reads
+from . import moves, reads, why
 from .cluster import QueueLocation, queue_location
 from .connection import AsyncClient, SyncClient, connect, connect_async, is_cluster_client
-from .errors import InvalidInput, NotReplicated, Refused, Unavailable
+from .errors import EmqError, InvalidInput, NotReplicated, Refused, Unavailable
 from .keys import ANY_QUEUE_KEY_PATTERN, QUEUE_REGISTRY, QueueKeys, queue_of_key, validate_job_id, validate_queue_name
 from .lease_index import hint_command, shard_of
 from .moves import BatchResult, Call, ClaimedJob, MoveResult, _text
@@ -537,6 +537,33 @@ class Described:
         except Exception as error:
             raise translate(error, "PING") from error
 
+    # Why a queue or a job is not moving (queues.why decides from the evidence) ---------
+
+    @plans
+    def sweeper_lock(self, queue: str | None = None) -> Plan[why.Sweeper]:
+        """Who holds the sweeper's lock on this Redis (the default lock; with ``EMQ_LOCK_URLS`` it lives on those
+        masters: ask :func:`queues.sweeper.sweeper_holder` instead). On a cluster, the lock of ``queue``'s shard,
+        or without a queue the first shard's lock that is held. A read that failed says why (unknown), never raises."""
+        return (yield from _sweeper_read(queue))
+
+    @plans
+    def queue_why(self, queue: str, *, sweeper: why.Sweeper | None = None) -> Plan[why.Why]:
+        """Why ``queue`` is (not) draining: two round trips (one with ``sweeper`` given), a fixed number of commands."""
+        try:
+            evidence = yield why.queue_evidence(queue)
+        except EmqError as error:
+            return why.unknown(error)
+        return why.decide_queue(evidence, sweeper if sweeper is not None else (yield from _sweeper_read(queue)))
+
+    @plans
+    def job_why(self, queue: str, job_id: str, *, sweeper: why.Sweeper | None = None) -> Plan[why.Why]:
+        """Why the job is (not) moving, as :meth:`queue_why` reads it."""
+        try:
+            evidence = yield why.job_evidence(queue, job_id)
+        except EmqError as error:
+            return why.unknown(error)
+        return why.decide_job(evidence, sweeper if sweeper is not None else (yield from _sweeper_read(queue)))
+
     # Moves of many jobs ------------------------------------------------------
 
     @plans
@@ -606,6 +633,13 @@ class Described:
 
     def keyslot(self, queue: str) -> int:
         return key_slot(QueueKeys(queue).prefix.encode())
+
+
+def _sweeper_read(queue: str | None) -> Plan[why.Sweeper]:
+    try:
+        return why.first_held((yield Command(partial(why.lock_replies, queue=queue))))
+    except Exception as error:
+        return why.Sweeper("", None, str(error) or type(error).__name__)
 
 
 def _registry_scan(redis_client: Any, cursor: Any) -> Any:

@@ -101,6 +101,11 @@ class Refused(EmqError):
             "versions": f"the versions field of {job} was not written by EchoMQ scripts; nothing was written "
                         "(repair or delete the field)",
             "no_version": f"{job} keeps no such version (the oldest go first once 8 are kept): {where}",
+            "exists": f"the new job id is taken: a job with it already exists ({self.state or 'no state'}, attempts "
+                      f"{self.attempts or '?'}); nothing was written, choose another id",
+            "no_payload": f"{job} has no payload field to clone (not written by EchoMQ scripts); give a payload",
+            "payload_too_large": f"the payload of {job} is over 1 MiB, more than a job may hold: it cannot be cloned "
+                                 "as it is; give a payload",
         }.get(self.reason, where)
         return f"refused: {why}"
 

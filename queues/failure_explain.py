@@ -218,7 +218,7 @@ class FailuresExplained:
                 "sample_whole": self.whole, "rate_whole": self.rate_whole, "baseline_payloads": self.baseline_payloads,
                 "last_mark": self.last_mark.as_dict() if self.last_mark else None, "release": self.release,
                 "host": self.host, "sort": self.sort, "hidden": self.hidden, "redis_us": self.redis_us,
-                "groups": [g.as_dict() for g in self.groups]}
+                "notes": list(self.notes), "groups": [g.as_dict() for g in self.groups]}
 
 
 def payload_fields(payload: bytes) -> set[FieldFilter]:

@@ -116,8 +116,14 @@ class MoveResult:
     attempts: str
     # edit and restore: the number the payload they replaced is kept under ('' when it stayed the same).
     version: str = ""
+    # clone: the new job's id and when it falls due (server ms); state and attempts are the source's.
+    new_id: str = ""
+    due_ms: int | None = None
 
     def describe(self) -> str:
+        if self.new_id:
+            return (f"{job_move(self.move).past}: job {self.id} ({self.state or 'no state'}, attempts "
+                    f"{self.attempts or 0}) as new job {self.new_id}, pending")
         kept = f"; the payload it replaced is kept as version {self.version}" if self.version else ""
         return f"{job_move(self.move).past}: job {self.id} is now {self.state} (attempts {self.attempts or 0}){kept}"
 
@@ -427,13 +433,32 @@ def _flag(value: object) -> str:
     return "1" if value else "0"
 
 
+class _SourcePayload:
+    """The value of ``new_payload`` when none is given: the clone takes its source's payload, byte for byte."""
+
+    def __repr__(self) -> str:
+        return "the source's payload"
+
+
+SOURCE_PAYLOAD: Final = _SourcePayload()
+
+
+def _new_payload(value: object) -> bytes:
+    # '' stands for the source's payload, so a payload given (even an empty one) is sent after a '='.
+    return b"" if value is SOURCE_PAYLOAD else b"=" + _payload(value)
+
+
 # How each argument a move of the table may name (OperatorMove.arguments) is checked and sent, and its
-# value when the caller leaves it out (a required one has none).
+# value when the caller leaves it out (a required one has none). ``new_id`` names a new job of the queue:
+# its hash is sent as KEYS[7], after the six every move takes.
 MOVE_ARGUMENTS: Final[dict[str, tuple[Callable[[object], Any], object]]] = {
     "payload": (_payload, None),
     "max_attempts": (_max_attempts_arg, ""),
     "retry": (_flag, False),
     "version": (lambda value: _int(value, "version", 1, MAX_INT), None),
+    "new_id": (validate_new_job_id, None),
+    "new_payload": (_new_payload, SOURCE_PAYLOAD),
+    "delay_ms": (lambda value: _int(value, "delay_ms", 0, MAX_DELAY_MS), 0),
 }
 
 
@@ -469,12 +494,22 @@ def operator_move(move: str, queue: str, job_id: str, *, expect_state: str | Non
             raise InvalidInput(f"{move} needs its {name.replace('_', ' ')}")
         args.append(check(given[name] if given.get(name) is not None else default))
     args.append(actor)
+    script_keys = keys.script_keys(job_id)
+    if "new_id" in row.arguments:
+        new_id = args[3 + int(row.extra_attempts) + row.arguments.index("new_id")]
+        if new_id == job_id:
+            raise InvalidInput(f"the new job id must differ from {job_id!r}, the job's own")
+        script_keys.append(keys.job(new_id))
 
     def parse(reply: list[Any]) -> MoveResult:
         refused_whole(move, reply, job_id)
-        return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]), _text(reply[3]) if len(reply) > 3 else "")
+        version = _text(reply[3]) if len(reply) > 3 else ""
+        if len(reply) > 5:
+            return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]), version, _text(reply[4]),
+                              int(_text(reply[5])))
+        return MoveResult(move, job_id, _text(reply[1]), _text(reply[2]), version)
 
-    return Call(row.script, keys.script_keys(job_id), args, parse)
+    return Call(row.script, script_keys, args, parse)
 
 
 def recover_expired(queue: str, *, limit: int = 200, actor: str = "", skip: int = 0) -> Call[BatchResult]:

@@ -1,7 +1,7 @@
 """The operator's moves, in one table.
 
 Every row is a move an operator makes by hand: on one job (retry, recover,
-promote, cancel, delete) or on a whole queue (recover every lapsed lease,
+promote, cancel, delete, rerun, edit, restore, clone) or on a whole queue (recover every lapsed lease,
 retry every failed job, purge, pause, resume). The library (which scripts a
 compare-and-move may send, its defaults and its words), the ``emq`` commands
 for one job, the console's buttons, confirmations, bulk moves and API, and the
@@ -14,15 +14,23 @@ A new move on one job, NAME (at most 16 characters):
    ``{'OK', state, attempts[, more]}``, names its move in its ``check_moves('NAME')``
    line and calls ``emit`` with it after its last check. A move with arguments of
    its own (edit, restore) names them in its row's ``arguments``, each a name of
-   ``queues.moves.MOVE_ARGUMENTS`` (add a name there for a new kind of argument).
+   ``queues.moves.MOVE_ARGUMENTS`` (add a name there for a new kind of argument). A move that makes
+   a new job (clone) names ``new_id`` among them: the new job's hash is sent as KEYS[7], and its script
+   checks that key, and that it does not exist, before its first write.
 2. Its row in ``queues/protocol_moves.py`` (the states from and to, the history
    letter, whether it is counted), then ``python -m queues.protocol_moves`` to
    write ``queues/lua/moves.lua``; add the letter to PROTOCOL.md's table in
    section 9 (a test compares them).
 3. Its row here (words, button, confirmation, audit label). The CLI command,
    the button, the API's enums and the audit log's choices follow; no migration.
+   A move with arguments of its own has no bare button: a new kind of argument
+   gets its ``emq`` option in ``queues/cli.py`` (``_add_move_arguments`` refuses
+   to build the parser without one), and the move its form on the job page, its
+   view and its API operation, written as edit's, restore's and clone's are.
 4. Its tests. ``tests/queues/test_new_move_recipe.py`` follows these steps for
-   a throwaway move in a copy of the tree and drives it end to end.
+   a throwaway move in a copy of the tree and drives it end to end, and checks
+   every move of the table against them; ``tests/queues/test_no_write_before_check.py``
+   needs the script's ARGV (``argv_for``, ``own_arguments``) and, past six, its KEYS.
 """
 
 from __future__ import annotations
@@ -133,6 +141,14 @@ OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (
     OperatorMove("restore", "job", "restore", "Restore", "restored",
                  "a pending or failed job's payload becomes one of its kept versions, byte for byte",
                  "restore a payload version", ("failed", "pending"), over_search=False, arguments=("version",)),
+    OperatorMove("clone", "job", "clone", "Clone", "cloned",
+                 "a new job (a new id) in the same queue, with this job's payload or an edited one, due now or "
+                 "after a delay; the job cloned stays as it is", "clone a job",
+                 ("failed", "done", "pending", "active"), asks_first=STATES, over_search=False,
+                 ask_one=("Clone job {job} {shown} of",
+                          "A new job is enqueued with the payload shown below; its handler runs it as any job. "
+                          "The job cloned stays as it is.", "Yes, clone it", "Don't clone"),
+                 arguments=("new_id", "new_payload", "delay_ms", "max_attempts")),
     OperatorMove("recover_all", "queue", "recover_expired", "Recover", "recovered", "recover every lapsed lease",
                  "recover every lapsed lease", ("active",)),
     OperatorMove("retry_all", "queue", "retry_failed", "Retry", "retried", "retry every failed job",

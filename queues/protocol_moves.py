@@ -67,6 +67,8 @@ PROTOCOL_MOVES: Final[tuple[ProtocolMove, ...]] = (
     ProtocolMove("rerun", ("done",), (Target("pending", "u"),)),
     ProtocolMove("edit", ("failed", "pending"), (Target("pending", "E"), Target("failed", "Y"))),
     ProtocolMove("restore", ("failed", "pending"), (Target("pending", "S"), Target("failed", "Z"))),
+    # A new job made from another job in any of these states (the event's `from` is '': the new job had none).
+    ProtocolMove("clone", ("failed", "done", "pending", "active"), (Target("pending", "l"),)),
     # The operator's moves on a whole queue that record events of their own.
     ProtocolMove("purge", ("done", "failed"), (Target(""),)),
     ProtocolMove("pause", ("",), (Target("paused"),)),

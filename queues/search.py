@@ -218,6 +218,7 @@ class SearchFilter:
     ``emq search`` option; :attr:`attribute` holds it on :class:`Query` (``name_ms`` for a time). A new
     filter is a row here, its attribute on :class:`Query`, and its matcher in ``lua/search.lua`` under
     the name ``lua`` (a finished time needs none: it bounds the scores read, see :meth:`Query.window`).
+    The CLI's option, the console's form field, the query's words and its checks all come from the row.
     """
 
     name: str
@@ -230,6 +231,18 @@ class SearchFilter:
     kind: Literal["text", "prefix", "field", "group", "moment"] = "text"
     # More emq options for it.
     aliases: tuple[str, ...] = ()
+    # The console form's label for it, and the hints its field shows (placeholder, title).
+    label: str = ""
+    placeholder: str = ""
+    title: str = ""
+    # Its field is set in the fixed-width face (ids, payloads, names), not the text one.
+    mono: bool = True
+    # Also on the short search form of the queue page, not only on the search page's.
+    short_form: bool = False
+    # On the search page only when the link gave it a value (a failure group comes from a link).
+    only_when_given: bool = False
+    # A text filter's longest value, in bytes.
+    max_bytes: int = MAX_NEEDLE
 
     @property
     def attribute(self) -> str:
@@ -240,24 +253,35 @@ class SearchFilter:
         return "--" + self.name.replace("_", "-")
 
 
+# In the order the console's form shows them and a query says them.
 FILTERS: Final[tuple[SearchFilter, ...]] = (
-    SearchFilter("id_prefix", "id starts with", "the start of the job ids", "id_prefix", "prefix"),
-    SearchFilter("payload", "payload contains", "plain text the payload contains (bytes, case-sensitive)", "payload"),
+    SearchFilter("payload", "payload contains", "plain text the payload contains (bytes, case-sensitive)", "payload",
+                 label="Payload contains", placeholder="ORD-1234", short_form=True),
     SearchFilter("field", "payload field", 'PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku="A-1"', "json",
-                 "field"),
+                 "field", label="Field", placeholder="user.id=42",
+                 title='PATH=VALUE for JSON payloads: user.id=42, items[0].sku="A-1"', short_form=True),
     SearchFilter("error", "error contains", "text the last error or an earlier attempt's contains (ASCII case-insensitive)",
-                 "error"),
-    SearchFilter("worker", "worker contains", "text the worker's name contains", "worker"),
-    SearchFilter("group", "failure group is", "a failure group (as emq failures prints it)", "group", "group"),
+                 "error", label="Error contains", placeholder="timeout", mono=False, short_form=True),
+    SearchFilter("id_prefix", "id starts with", "the start of the job ids", "id_prefix", "prefix",
+                 label="Id starts with", short_form=True),
+    SearchFilter("group", "failure group is", "a failure group (as emq failures prints it)", "group", "group",
+                 label="Failure group", only_when_given=True),
+    SearchFilter("worker", "worker contains", "text the worker's name contains", "worker", label="Worker contains"),
     SearchFilter("release", "newest attempt's release is",
-                 "the release the newest attempt's worker registered ('-': release unknown)", "release"),
-    SearchFilter("host", "newest attempt's host is", "the host the newest attempt ran on (exactly)", "host"),
+                 "the release the newest attempt's worker registered ('-': release unknown)", "release",
+                 label="Release is", placeholder="v1.5.0",
+                 title="the release the newest attempt's worker registered; - for release unknown", max_bytes=64),
+    SearchFilter("host", "newest attempt's host is", "the host the newest attempt ran on (exactly)", "host",
+                 label="Host is", title="the host the newest attempt ran on, exactly"),
     SearchFilter("enqueued_after", "enqueued after", "epoch ms, ISO time (UTC unless it says) or an age like 2h",
-                 "created_min", "moment"),
-    SearchFilter("enqueued_before", "enqueued before", "as --enqueued-after", "created_max", "moment"),
+                 "created_min", "moment", label="Enqueued after", placeholder="2h, or 2026-05-01T10:00Z", mono=False),
+    SearchFilter("enqueued_before", "enqueued before", "as --enqueued-after", "created_max", "moment",
+                 label="Enqueued before", mono=False),
     SearchFilter("finished_after", "finished after", "when a done job finished or a failed job failed (done or failed only)",
-                 "", "moment", ("--failed-after",)),
-    SearchFilter("finished_before", "finished before", "as --finished-after", "", "moment", ("--failed-before",)),
+                 "", "moment", ("--failed-after",), label="Finished or failed after", placeholder="done or failed only",
+                 mono=False),
+    SearchFilter("finished_before", "finished before", "as --finished-after", "", "moment", ("--failed-before",),
+                 label="Finished or failed before", mono=False),
 )
 FILTER_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in FILTERS)
 
@@ -317,17 +341,13 @@ class Query:
             if self.id_prefix.endswith("*") or self.id_prefix.startswith("^"):
                 raise InvalidInput(f"id prefix {self.id_prefix!r} looks like a pattern; give the plain start of the "
                                    f"ids ({self.id_prefix.strip('^*')!r}): every id that starts with it matches")
-        for name in ("payload", "error", "worker"):
-            if getattr(self, name):
-                _plain_text(getattr(self, name), name)
+        for f in FILTERS:
+            if f.kind == "text" and getattr(self, f.attribute):
+                _plain_text(getattr(self, f.attribute), f.name, limit=f.max_bytes)
         if self.field is not None:
             for text in (self.field.value, *(p for p in self.field.path if isinstance(p, str))):
                 if len(_raw(text)) > MAX_NEEDLE:
                     raise InvalidInput(f"a field filter's keys and value are at most {MAX_NEEDLE} bytes each")
-        if self.release:
-            _plain_text(self.release, "release", limit=64)
-        if self.host:
-            _plain_text(self.host, "host")
         if self.group:
             validate_group(self.group)
             if self.state != "failed":

@@ -5,6 +5,8 @@ commands whatever the queue holds, see ``lua/why_evidence.lua``) and one more as
 sweeper's lock (outside every queue's slot). :func:`decide_queue` and :func:`decide_job` turn that
 evidence into ordered reasons, most decisive first; they never guess: a cause the evidence cannot
 decide is named as such (``no_cause_found``), and a read that failed answers ``unknown``, never a zero.
+Both clients send the reads the same way: ``mq.queue_why``, ``mq.job_why`` and ``mq.sweeper_lock``
+(described once in :class:`queues.client.Described`).
 
 The answer's shape, wherever it is served::
 
@@ -22,14 +24,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from .errors import EmqError
 from .keys import SWEEPER_LOCK, QueueKeys, validate_job_id
 from .lease_index import shard_of, shards_of
 from .moves import Call, _text, refused_whole
 from .visible import visible
 
 if TYPE_CHECKING:
-    from .client import AsyncEchoMQ, EchoMQ
     from .reads import QueueStats
 
 # The codes, most severe first: the overview sorts by this order, so queues that do not drain come first.
@@ -164,67 +164,20 @@ def _lock_keys(client: Any, queue: str | None) -> list[str]:
     return [shard.lock_key for shard in shards_of(client)]
 
 
-def _first_held(replies: list[Any]) -> Sweeper:
+def lock_replies(client: Any, queue: str | None) -> Any:
+    """GET and PTTL of the sweeper's lock (``queue``'s shard's, or every shard's), pipelined on ``client``: what
+    :func:`first_held` reads (the asyncio client's ``execute`` is awaited)."""
+    pipe = client.pipeline(transaction=False)
+    for key in _lock_keys(client, queue):
+        pipe.get(key)
+        pipe.pttl(key)
+    return pipe.execute()
+
+
+def first_held(replies: list[Any]) -> Sweeper:
+    """The first lock of :func:`lock_replies` that is held, or the first when none is."""
     pairs = [replies[i:i + 2] for i in range(0, len(replies), 2)]
     return next((_sweeper(pair) for pair in pairs if pair[0]), _sweeper(pairs[0]))
-
-
-def read_sweeper(mq: EchoMQ, queue: str | None = None) -> Sweeper:
-    """The holder of ``emq:lock:sweeper`` on the EchoMQ Redis (the default lock; with ``EMQ_LOCK_URLS`` the
-    lock lives on those masters: pass what :func:`queues.sweeper.sweeper_holder` says instead). On a
-    cluster, the lock of ``queue``'s shard, or without a queue the first shard's lock that is held."""
-    try:
-        pipe = mq.redis.pipeline(transaction=False)
-        for key in _lock_keys(mq.redis, queue):
-            pipe.get(key)
-            pipe.pttl(key)
-        return _first_held(pipe.execute())
-    except Exception as error:
-        return Sweeper("", None, str(error) or type(error).__name__)
-
-
-async def read_sweeper_async(mq: AsyncEchoMQ, queue: str | None = None) -> Sweeper:
-    try:
-        pipe = mq.redis.pipeline(transaction=False)
-        for key in _lock_keys(mq.redis, queue):
-            pipe.get(key)
-            pipe.pttl(key)
-        return _first_held(await pipe.execute())
-    except Exception as error:
-        return Sweeper("", None, str(error) or type(error).__name__)
-
-
-def queue_why(mq: EchoMQ, queue: str, *, sweeper: Sweeper | None = None) -> Why:
-    """Why ``queue`` is (not) draining: two round trips, a fixed number of commands."""
-    try:
-        evidence = mq.run(queue_evidence(queue))
-    except EmqError as error:
-        return unknown(error)
-    return decide_queue(evidence, sweeper if sweeper is not None else read_sweeper(mq, queue))
-
-
-def job_why(mq: EchoMQ, queue: str, job_id: str, *, sweeper: Sweeper | None = None) -> Why:
-    try:
-        evidence = mq.run(job_evidence(queue, job_id))
-    except EmqError as error:
-        return unknown(error)
-    return decide_job(evidence, sweeper if sweeper is not None else read_sweeper(mq, queue))
-
-
-async def queue_why_async(mq: AsyncEchoMQ, queue: str, *, sweeper: Sweeper | None = None) -> Why:
-    try:
-        evidence = await mq.run(queue_evidence(queue))
-    except EmqError as error:
-        return unknown(error)
-    return decide_queue(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq, queue))
-
-
-async def job_why_async(mq: AsyncEchoMQ, queue: str, job_id: str, *, sweeper: Sweeper | None = None) -> Why:
-    try:
-        evidence = await mq.run(job_evidence(queue, job_id))
-    except EmqError as error:
-        return unknown(error)
-    return decide_job(evidence, sweeper if sweeper is not None else await read_sweeper_async(mq, queue))
 
 
 # Deciding --------------------------------------------------------------------------------------------------

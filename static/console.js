@@ -168,6 +168,12 @@
     if (!runs || !keptRuns.length) return;
     for (const box of keptRuns.splice(0)) runs.append(box);
   });
+  // Typing in the clone form's payload means the edited text is wanted: its choice follows.
+  document.addEventListener("input", (e) => {
+    if (!(e.target instanceof Element) || e.target.id !== "clone-payload") return;
+    const edited = document.getElementById("clone-edited");
+    if (edited instanceof HTMLInputElement) edited.checked = true;
+  });
   const typing = (t) => t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;

@@ -354,14 +354,37 @@
     const added = order.filter((id) => !shown.has(id)).length;
     announceIn(document.getElementById("overview-waiting"), added, gone, reordered, ["new queue", "new queues"]);
   };
+  const receiveOverview = (incoming) => {
+    // The answer to the operator's own filter is shown at once; what the server pushes by itself waits.
+    if (overviewBusy() && !incoming.dataset.asked) holdOverview(incoming);
+    else applyOverview(incoming);
+  };
+  // As the queue page's: a page of more queues than one message holds comes in parts, put together first.
+  let assemblingOverview = null;
   document.addEventListener("htmx:oobBeforeSwap", (e) => {
     if (!e.detail.target || e.detail.target.id !== "overview-table") return;
     const incoming = e.detail.fragment.firstElementChild;
     if (!incoming) return;
     e.detail.shouldSwap = false;
-    // The answer to the operator's own filter is shown at once; what the server pushes by itself waits.
-    if (overviewBusy() && !incoming.dataset.asked) holdOverview(incoming);
-    else applyOverview(incoming);
+    const parts = Number(incoming.dataset.parts || 1);
+    if (parts > 1) { assemblingOverview = { table: incoming, need: parts, got: 1 }; return; }
+    assemblingOverview = null;
+    receiveOverview(incoming);
+  });
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    if (!e.detail.target || e.detail.target.id !== "overview-table-part") return;
+    e.detail.shouldSwap = false;
+    const part = e.detail.fragment.firstElementChild;
+    const got = assemblingOverview;
+    if (!got || !part || Number(part.dataset.part) !== got.got + 1) { assemblingOverview = null; return; }
+    const body = got.table.querySelector("#overview-rows");
+    for (const row of Array.from(part.querySelectorAll("tbody > tr"))) body.append(row);
+    got.got += 1;
+    if (got.got === got.need) {
+      assemblingOverview = null;
+      delete got.table.dataset.parts;
+      receiveOverview(got.table);
+    }
   });
   const maybeApplyOverview = () => setTimeout(() => { if (waitingOverview && !overviewBusy()) applyOverview(waitingOverview); }, 0);
   document.addEventListener("pointerout", maybeApplyOverview);

@@ -7,6 +7,7 @@ read with one bounded script (O(log N)), never by walking the jobs.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
@@ -14,7 +15,7 @@ from typing import Final
 from dashboard.services import emq
 from dashboard.templatetags.console import duration
 from queues import STATES, InvalidInput, validate_job_id, validate_queue_name
-from queues.keys import ABSENT_STATE, job_id_token
+from queues.keys import ABSENT_STATE, job_id_token, validate_new_job_id
 from queues.operator_moves import BY_NAME, JOB_MOVES, job_move
 from queues.reads import count_older_as_of
 from queues.search import Query, check_match_move
@@ -92,6 +93,33 @@ def job_preview(*, move: str, queue: str, job_id: str, expect_state: str, expect
     shown = f"({state}, attempts {expect_attempts or '0'})"
     question, warning, yes, keep = job_move(move).ask_one
     return Preview(proposal, 1, question.format(job=visible(job_id, backslashes=False), shown=shown), "?", warning,
+                   yes, keep)
+
+
+def clone_proposal(*, queue: str, job_id: str, expect_state: str, expect_attempts: str, new_id: str,
+                   payload: bytes | None, delay_ms: int, max_attempts: str) -> Proposal:
+    """A clone exactly as it would run: the payload by its digest (the confirmation is bound to those bytes)."""
+    digest = "the source's" if payload is None else hashlib.sha256(payload).hexdigest()
+    return Proposal("clone", validate_queue_name(queue), AuditEntry.Scope.JOB,
+                    {"id": job_id_token(validate_job_id(job_id)), "state": expect_state, "attempts": expect_attempts,
+                     "new_id": job_id_token(validate_new_job_id(new_id)), "payload": digest, "delay_ms": delay_ms,
+                     "max_attempts": max_attempts})
+
+
+def clone_preview(*, queue: str, job_id: str, expect_state: str, expect_attempts: str, new_id: str,
+                  payload: bytes | None, delay_ms: int, max_attempts: str) -> Preview:
+    """What the clone does, in words: the new id, when it falls due, which payload and how many attempts."""
+    proposal = clone_proposal(queue=queue, job_id=job_id, expect_state=expect_state, expect_attempts=expect_attempts,
+                              new_id=new_id, payload=payload, delay_ms=delay_ms, max_attempts=max_attempts)
+    question, warning, yes, keep = job_move("clone").ask_one
+    shown = f"({expect_state}, attempts {expect_attempts or '0'})"
+    what = (f"the same payload bytes as job {visible(job_id, backslashes=False)}" if payload is None
+            else f"the payload you edited ({len(payload)} bytes)")
+    due = "due now" if not delay_ms else f"due in {duration(delay_ms)}"
+    tries = f"max attempts {max_attempts}" if max_attempts else "the same max attempts"
+    text = (f"New job {visible(new_id, backslashes=False)} is enqueued, {due}, with {what} and {tries}; its handler "
+            "runs it as any job. The job cloned stays as it is.")
+    return Preview(proposal, 1, question.format(job=visible(job_id, backslashes=False), shown=shown), "?", text,
                    yes, keep)
 
 

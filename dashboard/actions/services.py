@@ -162,6 +162,42 @@ def job_restore(*, user: Any, queue: str, job_id: str, expect_state: str, expect
     return _job_entry(user, "restore", queue, seen, parameters, outcome, text)
 
 
+def job_clone(*, user: Any, queue: str, job_id: str, expect_state: str, expect_attempts: str, new_id: str,
+              payload: bytes | None, delay_ms: int = 0, max_attempts: str = "") -> AuditEntry:
+    """A new job ``new_id`` in ``queue`` made from the job as the page showed it, with its payload (``payload``
+    None) or an edited one, checked against the queue's JSON Schema first as an edit is; one script that writes
+    nothing when the source moved on or the id is taken. The audit row names the new id and the payload's
+    length, never its bytes. Raises PermissionDenied or InvalidInput (nothing done, nothing recorded)."""
+    check_access(user=user, action="clone", queue=queue)
+    seen = {"id": job_id_token(job_id), "state": expect_state, "attempts": expect_attempts}
+    arguments: dict[str, object] = {"new_id": new_id, "delay_ms": delay_ms, "max_attempts": max_attempts}
+    if payload is not None:
+        arguments["new_payload"] = payload
+    call = queue_moves.operator_move("clone", queue, job_id, expect_state=expect_state,
+                                     expect_attempts=expect_attempts, actor=actor_for(user), arguments=arguments)
+    parameters: dict[str, object] = {"new_id": job_id_token(new_id), "delay_ms": delay_ms,
+                                     "payload": "the source's" if payload is None else f"edited, {len(payload)} bytes"}
+    if max_attempts:
+        parameters["max_attempts"] = max_attempts
+    try:
+        problems: list[str] = []
+        if payload is not None:
+            found = emq().run(schema(queue))
+            problems = payload_problems(found.text, payload) if found.is_set else []
+        if problems:
+            outcome = AuditEntry.Outcome.REFUSED
+            text = (f"refused: the payload does not match the JSON Schema of {queue}, so nothing was written: "
+                    + "; ".join(problems))
+        else:
+            result = emq().run(call)
+            outcome, text = AuditEntry.Outcome.MOVED, result.describe()
+    except Refused as refusal:
+        outcome, text = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, text = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    return _job_entry(user, "clone", queue, seen, parameters, outcome, visible(text, backslashes=False))
+
+
 def queue_schema_set(*, user: Any, queue: str, text: str) -> AuditEntry:
     """Sets (or with an empty text removes) the JSON Schema edits of ``queue`` are checked against, as an
     audit row that keeps the schema's digest and length. Raises PermissionDenied or InvalidInput (not a

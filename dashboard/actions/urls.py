@@ -8,6 +8,7 @@ urlpatterns = [
     path("actions/job/", views.job_action, name="action_job"),
     path("actions/edit/", views.edit_action, name="action_edit"),
     path("actions/restore/", views.restore_action, name="action_restore"),
+    path("actions/clone/", views.clone_action, name="action_clone"),
     path("actions/schema/", views.schema_action, name="action_schema"),
     path("actions/queue/", views.queue_action, name="action_queue"),
     path("actions/selection/", views.selection_action, name="action_selection"),

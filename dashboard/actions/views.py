@@ -33,6 +33,7 @@ from dashboard.services import emq
 from dashboard.viewing import viewers_only
 from queues import InvalidInput, Unavailable
 from queues.keys import job_id_token, parse_job_id_token
+from queues.moves import MAX_DELAY_MS
 from queues.operator_moves import BUTTON_MOVE_NAMES
 from queues.search import MATCH_MOVES, Limits, Search, check_match_move
 
@@ -230,6 +231,48 @@ def restore_action(request: HtmxHttpRequest) -> HttpResponse:
     return _edited(request, entry)
 
 
+def _delay_ms(text: str) -> int:
+    """The form's delay, in whole seconds (empty: due now), as ms."""
+    text = text.strip()
+    if not text:
+        return 0
+    if not re.fullmatch(r"[0-9]{1,9}", text) or int(text) * 1000 > MAX_DELAY_MS:
+        raise InvalidInput(f"the delay is a whole number of seconds up to {MAX_DELAY_MS // 1000}, not {text!r}")
+    return int(text) * 1000
+
+
+@performs("clone")
+@require_POST
+@operators_only
+def clone_action(request: HtmxHttpRequest) -> HttpResponse:
+    """A new job made from this one (a new id; its payload or an edited one; a delay): asked first, with what
+    it makes in words, then one script that writes nothing when the job moved on or the id is taken."""
+    data = request.POST
+    shown_max = data.get("shown_max_attempts", "").strip()
+    max_attempts = data.get("max_attempts", "").strip()
+    edited = data.get("payload_from") == "edited"
+    fields: dict[str, Any] = {
+        "queue": data.get("q", ""), "job_id": parse_job_id_token(data.get("id", "")),
+        "expect_state": data.get("state", ""), "expect_attempts": data.get("attempts", ""),
+        "new_id": data.get("new_id", "").strip(),
+        "payload": _payload_text(data.get("payload", ""), kept_cr=data.get("cr") == "1") if edited else None,
+        "delay_ms": _delay_ms(data.get("delay_s", "")),
+        "max_attempts": "" if max_attempts == shown_max else max_attempts}
+    services.check_access(user=request.user, action="clone", queue=fields["queue"])
+    hidden = [(name, data.get(name, "")) for name in ("q", "id", "state", "attempts", "new_id", "payload_from",
+                                                      "delay_s", "max_attempts", "shown_max_attempts", "cr")]
+    if edited:
+        hidden.append(("payload", data.get("payload", "")))
+    answer = _confirmed(request, lambda: previews.clone_preview(**fields), previews.clone_proposal(**fields), hidden,
+                        "#clone-answer")
+    if isinstance(answer, HttpResponse):
+        return answer
+    entry = services.job_clone(user=request.user, **fields)
+    new_id = entry.parameters.get("new_id", "") if entry.outcome == AuditEntry.Outcome.MOVED else ""
+    return _page_or_fragment(request, "dashboard/actions/cloned.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry, "new_id": new_id})
+
+
 @performs("schema_set")
 @require_POST
 @operators_only
@@ -356,7 +399,12 @@ def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @viewers_only
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     filters = {name: request.GET.get(name, "").strip() for name in ("user", "queue", "action", "outcome")}
-    entries = AuditEntry.objects.all()
+    actions, outcomes = audit_actions(), AuditEntry.Outcome.choices
+    # A link naming an action or outcome the log does not know is refused in words, never read as "any".
+    unknown = [f"unknown {name} {filters[name]!r}: one of {', '.join(value for value, _ in choices)}"
+               for name, choices in (("action", actions), ("outcome", outcomes))
+               if filters[name] and filters[name] not in {value for value, _ in choices}]
+    entries = AuditEntry.objects.none() if unknown else AuditEntry.objects.all()
     if filters["user"]:
         entries = entries.filter(username=filters["user"])
     if filters["queue"]:
@@ -369,14 +417,17 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     context = {
-        "page": page, "filters": filters, "query": query,
-        "actions": audit_actions(), "outcomes": AuditEntry.Outcome.choices,
+        "page": page, "filters": filters, "query": query, "refusal": "; ".join(unknown),
+        "actions": actions, "outcomes": outcomes,
+        "action_known": not filters["action"] or filters["action"] in dict(actions),
+        "outcome_known": not filters["outcome"] or filters["outcome"] in dict(outcomes),
         "usernames": AuditEntry.objects.order_by("username").values_list("username", flat=True).distinct(),
         "queues": AuditEntry.objects.order_by("queue").values_list("queue", flat=True).distinct()[:500],
     }
+    status = 400 if unknown else 200
     if request.htmx and request.htmx.target == "audit-rows":
-        return render(request, "dashboard/actions/audit_rows.html", context)
-    return render(request, "dashboard/actions/audit_log.html", context)
+        return render(request, "dashboard/actions/audit_rows.html", context, status=status)
+    return render(request, "dashboard/actions/audit_log.html", context, status=status)
 
 
 def _search_count(request: HtmxHttpRequest, search: SearchRequest) -> tuple[int, str]:

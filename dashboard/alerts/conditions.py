@@ -59,7 +59,7 @@ class Round:
     @property
     def sweeper(self) -> why.Sweeper:
         if self._sweeper is None:
-            self._sweeper = why.read_sweeper(self.mq)
+            self._sweeper = self.mq.sweeper_lock()
         return self._sweeper
 
     @property
@@ -71,7 +71,7 @@ class Round:
 
 def _why(round_: Round, rule: AlertRule) -> Observation:
     codes = set(rule.parameters.get("codes") or NOT_DRAINING_CODES)
-    answer = why.queue_why(round_.mq, rule.queue, sweeper=round_.sweeper)
+    answer = round_.mq.queue_why(rule.queue, sweeper=round_.sweeper)
     if answer.top.code == "unknown":
         return Observation(None, answer.top.text)
     matched = [r for r in answer.reasons if r.code in codes]

@@ -358,7 +358,7 @@ def queue_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, 
     """One bounded read of the queue and its workers; 503 with the reason ``unknown`` when Redis did not answer."""
     _viewer(request)
     name = validate_queue_name(q)
-    return _why(lambda mq: why.queue_why(mq, name))
+    return _why(lambda mq: mq.queue_why(name))
 
 
 @api.get("/jobs/{q}/{path:id}/why", response={**ERRORS, 200: s.WhyOut, 503: s.WhyOut},
@@ -368,7 +368,7 @@ def job_why(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, ma
     """One bounded read of the job, its queue and its worker; a job that does not exist answers ``missing``."""
     _viewer(request)
     name, job_id = validate_queue_name(q), validate_job_id(id)
-    return _why(lambda mq: why.job_why(mq, name, job_id))
+    return _why(lambda mq: mq.job_why(name, job_id))
 
 
 def _why(ask: Callable[[EchoMQ], why.Why]) -> Any:
@@ -498,6 +498,30 @@ def job_action(request: HttpRequest, body: s.JobActionIn) -> Any:
     if status == 503:
         raise Unavailable(entry.result)
     return Status(status, out)
+
+
+@performs("clone")
+@api.post("/job/clone", response={200: s.CloneOut, 409: s.CloneOut | s.ErrorOut, 428: s.ConfirmationOut, **ERRORS},
+          summary="Clone one job as a new job (a new id; its payload or an edited one; a delay), once confirmed")
+def job_clone(request: HttpRequest, body: s.CloneIn) -> Any:
+    """Answers 428 first, saying what it would make, with a confirmation to send back; then 200 made, 409
+    refused (the job moved on, the id is taken, or the edited payload breaks the queue's JSON Schema:
+    nothing written), 503 when whether it ran is unknown."""
+    expect_attempts = "" if body.expect_attempts is None else str(body.expect_attempts)
+    data = {"q": body.queue, "id": body.id, "move": "clone", "state": body.expect_state, "attempts": expect_attempts}
+    user = _operator(request, data)
+    fields: dict[str, Any] = {
+        "queue": body.queue, "job_id": body.id, "expect_state": body.expect_state, "expect_attempts": expect_attempts,
+        "new_id": body.new_id, "payload": None if body.payload is None else body.payload.encode(),
+        "delay_ms": body.delay_ms, "max_attempts": "" if body.max_attempts is None else str(body.max_attempts)}
+    _confirmed(request, user, body.confirmation, lambda: previews.clone_preview(**fields),
+               previews.clone_proposal(**fields), data)
+    entry = actions.job_clone(user=user, **fields)
+    moved = entry.outcome == AuditEntry.Outcome.MOVED
+    out = {"outcome": entry.outcome, "text": entry.result, "audit_id": entry.pk, "new_id": body.new_id if moved else ""}
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(200 if moved else 409, out)
 
 
 @performs(*SELECTION_MOVES, field="move")

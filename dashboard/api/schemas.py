@@ -260,6 +260,27 @@ class JobActionIn(Schema):
     confirmation: str = Field("", description=CONFIRMATION_HELP)
 
 
+class CloneIn(Schema):
+    queue: str = Field(pattern=QUEUE_PATTERN, max_length=128)
+    id: str = Field(pattern=JOB_ID_PATTERN, max_length=256, description="The job to clone (it stays as it is)")
+    expect_state: str = Field(description="The state you saw: the clone is refused if the job moved on")
+    expect_attempts: AttemptsIn = Field(None, description="The attempts you saw (none, or '', for any)")
+    new_id: str = Field(pattern=JOB_ID_PATTERN, max_length=256, description="The new job's id: refused if it is taken")
+    payload: str | None = Field(None, max_length=1024 * 1024,
+                                description="The new job's payload as text; none for the cloned job's, byte for byte "
+                                            "(an edited payload is checked against the queue's JSON Schema)")
+    delay_ms: int = Field(0, ge=0, le=315_360_000_000, description="Due after this many ms (0: now)")
+    max_attempts: int | None = Field(None, ge=1, le=1_000_000, description="None: the cloned job's")
+    confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class CloneOut(Schema):
+    outcome: Literal["moved", "refused", "error"]
+    text: str
+    audit_id: int
+    new_id: str = Field(description="The new job's id ('' when nothing was made)")
+
+
 class ConfirmationOut(Schema):
     text: str = Field(description="What the action would do now, e.g. 'Purge 120 done jobs of mail, of any age?'")
     warning: str
@@ -424,6 +445,8 @@ class FailuresOut(Schema):
     sort: str
     hidden: int = Field(description="Groups read but left out by the release and host filters")
     redis_us: int
+    notes: list[str] = Field(description="What the figures leave out, in words: a state whose jobs could not be "
+                                         "sampled, a sample that did not reach every failed job")
     groups: list[ExplainedGroupOut]
 
 

@@ -2,6 +2,7 @@
 
 Axes with labels, one line per outcome, and a column per minute or hour whose
 ``<title>`` is the hover text (every value of that slot, and the wait p50/p95).
+The deploy marks of a range, read and placed here, are drawn the same way on every chart.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Final
 from dashboard.services import read
 from queues import InvalidInput, Unavailable, reads
 from queues.deploys import DeployMark, deploy_marks
+from queues.follower import Throughput
 from queues.reads import Series, SeriesPoint
 
 # range -> (resolution, slots, label)
@@ -58,6 +60,29 @@ def _wait(ms: int | None) -> str:
     return f"≤ {ms / 1000:g} s" if ms < 60_000 else f"≤ {ms // 60_000} min"
 
 
+def mark_lines(marks: list[DeployMark], *, start_ms: int, span_ms: int, left: int, width: float
+               ) -> list[tuple[float, str]]:
+    """The marks from ``start_ms`` for ``span_ms`` as (x, hover text), for a plot ``width`` wide from ``left``."""
+    return [(round(left + (m.at_ms - start_ms) / span_ms * width, 1),
+             f"deploy {m.label} at {datetime.fromtimestamp(m.at_ms / 1000, UTC):%Y-%m-%d %H:%M} UTC")
+            for m in marks if start_ms <= m.at_ms < start_ms + span_ms]
+
+
+def marks_between(since_ms: int, until_ms: int) -> list[DeployMark]:
+    """The deploy marks a chart of that range draws; none when they cannot be read now (the chart still is)."""
+    try:
+        # Bounded: at most 100 marks in the range (a mark a minute for over an hour is not a chart's to show).
+        return read(lambda mq: mq.run(deploy_marks(since_ms=since_ms, until_ms=until_ms, limit=100))).marks
+    except (Unavailable, InvalidInput):
+        return []
+
+
+def live_window_marks(throughput: Throughput, now_ms: int) -> list[DeployMark]:
+    """The deploy marks a live moves chart's window (the follower's last few minutes) draws."""
+    window_ms = throughput.buckets * throughput.bucket_s * 1000
+    return marks_between(max(now_ms - window_ms, 0), now_ms + window_ms) if now_ms else []
+
+
 def chart_from(series: Series, range_key: str, marks: list[DeployMark] | None = None) -> Chart:
     points: list[SeriesPoint] = series.points
     peak: int = max([1] + [getattr(p, name) for p in points for name, _ in LINES])
@@ -79,10 +104,7 @@ def chart_from(series: Series, range_key: str, marks: list[DeployMark] | None = 
                for i in sorted({0, len(points) // 2, len(points) - 1})] if points else []
     size = 60_000 if series.resolution == "m" else 3_600_000
     start = points[0].start_ms if points else 0
-    span = size * max(len(points), 1)
-    drawn = [(round(LEFT + (m.at_ms - start) / span * plot_w, 1),
-              f"deploy {m.label} at {datetime.fromtimestamp(m.at_ms / 1000, UTC):%Y-%m-%d %H:%M} UTC")
-             for m in marks or [] if start <= m.at_ms < start + span]
+    drawn = mark_lines(marks or [], start_ms=start, span_ms=size * max(len(points), 1), left=LEFT, width=plot_w)
     return Chart(range_key, RANGES[range_key][2], WIDTH, HEIGHT, lines, columns,
                  [(y(0), "0"), (y(peak), str(peak))], x_ticks, LEFT, TOP + plot_h, WIDTH - 4, drawn)
 
@@ -98,11 +120,6 @@ def queue_history_context(queue: str, range_key: str) -> dict[str, Any]:
                                                      count=slots)))
     except (Unavailable, InvalidInput):
         return {"history_chart": None, "history_ranges": list(RANGES), "history_range": range_key}
-    first_ms = (now // size - slots + 1) * size
-    try:
-        # Bounded: at most 100 marks in the range (a mark a minute for over an hour is not a chart's to show).
-        marks = read(lambda mq: mq.run(deploy_marks(since_ms=first_ms, until_ms=now + size, limit=100))).marks
-    except (Unavailable, InvalidInput):
-        marks = []
+    marks = marks_between((now // size - slots + 1) * size, now + size)
     return {"history_chart": chart_from(series, range_key, marks), "history_ranges": list(RANGES),
             "history_range": range_key}

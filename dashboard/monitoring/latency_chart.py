@@ -8,13 +8,16 @@ Each range is one histogram read merged by the server: 1 h as 60 minutes, 24 h a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from dashboard.services import read
 from queues import InvalidInput, Refused, Unavailable, latency, slo
+from queues.deploys import DeployMark
 from queues.latency import Histogram, Latency, LatencyPoint, duration_text
+
+from .charts import mark_lines, marks_between
 
 # range -> (resolution, slots per point, points, label)
 RANGES: Final = {"1h": ("m", 1, 60, "1 hour, per minute"), "24h": ("h", 1, 24, "24 hours, per hour"),
@@ -47,6 +50,8 @@ class LatencyChart:
     plot_right: int
     whole: dict[str, int | None]  # p50, p95, p99 over the range
     measured: int
+    # Deploy marks in the range: (x, hover text), drawn as vertical lines as on the history chart.
+    marks: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def whole_shown(self) -> list[tuple[str, str]]:
@@ -62,7 +67,7 @@ def _histogram(point: LatencyPoint, kind: str) -> Histogram:
     return point.wait if kind == "wait" else point.run
 
 
-def chart_from(found: Latency, range_key: str, kind: str) -> LatencyChart:
+def chart_from(found: Latency, range_key: str, kind: str, marks: list[DeployMark] | None = None) -> LatencyChart:
     resolution, per, _, label = RANGES[range_key]
     points = found.points
     values = [[_histogram(p, kind).percentile(q) for _, q in LINES] for p in points]
@@ -93,8 +98,10 @@ def chart_from(found: Latency, range_key: str, kind: str) -> LatencyChart:
     x_ticks = [(round(LEFT + i * step, 1), _when(points[i].start_ms, resolution, per))
                for i in sorted({0, len(points) // 2, len(points) - 1})] if points else []
     whole = _histogram(points[0], kind).merge(*(_histogram(p, kind) for p in points[1:]))
+    drawn = mark_lines(marks or [], start_ms=points[0].start_ms, span_ms=sum(p.size_ms for p in points),
+                       left=LEFT, width=plot_w)
     return LatencyChart(kind, label, WIDTH, HEIGHT, lines, columns, ticks, x_ticks, LEFT, TOP + plot_h, WIDTH - 4,
-                        whole.percentiles(), whole.total)
+                        whole.percentiles(), whole.total, drawn)
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,8 @@ def queue_latency_context(queue: str, range_key: str, due: int) -> dict[str, Any
     except (Unavailable, InvalidInput, Refused):
         return {"latency_panel": None}
     summary = latency.summarize(recent)
-    return {"latency_panel": LatencyPanel(range_key, list(RANGES), chart_from(found, range_key, "wait"),
-                                          chart_from(found, range_key, "run"), summary,
+    marks = marks_between(found.points[0].start_ms, found.points[-1].start_ms + found.points[-1].size_ms)
+    return {"latency_panel": LatencyPanel(range_key, list(RANGES), chart_from(found, range_key, "wait", marks),
+                                          chart_from(found, range_key, "run", marks), summary,
                                           latency.drain_text(summary, due), status,
                                           sum(p.odd_slots for p in found.points))}

@@ -127,7 +127,7 @@ class Walker:
         counts: dict[str, dict[str, int]] = {}
         workers: dict[str, int] = {}
         reasons: dict[str, str] = {}
-        sweeper = read(why.read_sweeper)
+        sweeper = read(lambda mq: mq.sweeper_lock())
         unreadable = 0
         for start in range(0, len(names), CHUNK):
             chunk_started = time.monotonic()

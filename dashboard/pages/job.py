@@ -60,11 +60,11 @@ def read_job_page(mq: EchoMQ, queue: str, job_id: str, *,
                   payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> JobPageData:
     """For a view and the API; ``Unavailable`` when Redis does not answer."""
     results = mq.run_many(job_calls(queue, job_id, payload_bytes=payload_bytes))
-    return job_page_data(results, why.read_sweeper(mq))
+    return job_page_data(results, mq.sweeper_lock())
 
 
 async def read_job_page_async(mq: AsyncEchoMQ, queue: str, job_id: str, *,
                               payload_bytes: int = reads.JOB_PAYLOAD_BYTES) -> JobPageData:
     """For the live page: the same calls and the same object, over the async client."""
     results = await mq.run_many(job_calls(queue, job_id, payload_bytes=payload_bytes))
-    return job_page_data(results, await why.read_sweeper_async(mq))
+    return job_page_data(results, await mq.sweeper_lock())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from queues.census import Census
 from queues.cluster import QueueLocation
+from queues.deploys import DeployMark
 from queues.follower import Throughput
 from queues.reads import QueueStats
 from queues.why import Reason
@@ -44,10 +45,12 @@ def overview_window(census: Census, query: OverviewQuery) -> tuple[list[str], in
 def overview_page_data(census: Census, query: OverviewQuery, names: list[str], total: int,
                        results: Sequence[QueueStats | Exception | None], *, now_ms: int,
                        throughput: Throughput | None, reasons: Mapping[str, Reason], cluster: bool,
-                       locations: Mapping[str, QueueLocation]) -> OverviewPageData:
-    """The page's object from each shown queue's counts (None: not read yet; an error: said on its row)."""
+                       locations: Mapping[str, QueueLocation],
+                       marks: Sequence[DeployMark] = ()) -> OverviewPageData:
+    """The page's object from each shown queue's counts (None: not read yet; an error: said on its row), and
+    the moves chart with the deploy marks of its window."""
     rows = with_reasons(queue_rows(names, results, locations if cluster else {}, throughput, now_ms), dict(reasons))
-    chart = spark_for(throughput, None, now_ms, width=600, height=48)
+    chart = spark_for(throughput, None, now_ms, marks, width=600, height=48)
     return OverviewPageData(query, rows, total, totals_of(census.totals(), chart), now_ms, cluster,
                             census.names_error, census.names_odd)
 

@@ -51,10 +51,10 @@ def queue_page_data(window: Window, results: list[Any], sweeper: why.Sweeper) ->
 def read_queue_page(mq: EchoMQ, window: Window, *, shown: list[str] | None = None) -> QueuePageData:
     """For a view and the API; ``Unavailable`` when Redis does not answer."""
     results = mq.run_many(queue_calls(window, shown or []))
-    return queue_page_data(window, results, why.read_sweeper(mq))
+    return queue_page_data(window, results, mq.sweeper_lock())
 
 
 async def read_queue_page_async(mq: AsyncEchoMQ, window: Window, *, shown: list[str] | None = None) -> QueuePageData:
     """For the live page: the same calls and the same object, over the async client."""
     results = await mq.run_many(queue_calls(window, shown or []))
-    return queue_page_data(window, results, await why.read_sweeper_async(mq))
+    return queue_page_data(window, results, await mq.sweeper_lock())

@@ -1,10 +1,14 @@
-"""What a search form needs on any page: the states it can search."""
+"""What a search form needs on any page: the states it can search, and a field for each filter of the table."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from django import template
 
 from queues import STATES
+from queues.search import FILTERS, SearchFilter
 
 register = template.Library()
 
@@ -12,3 +16,16 @@ register = template.Library()
 @register.simple_tag
 def job_states() -> tuple[str, ...]:
     return STATES
+
+
+@register.inclusion_tag("dashboard/search/_filter_fields.html")
+def filter_fields(form: Mapping[str, Any] | None, *, short: bool) -> dict[str, Any]:
+    """A field for each filter of :data:`queues.search.FILTERS` that the form shows, with the value typed: on the
+    short form (``short``) the filters marked for it, on the search page's the others."""
+    values = form or {}
+    shown: list[tuple[SearchFilter, str]] = []
+    for f in FILTERS:
+        value = str(values.get(f.name) or "")
+        if f.short_form == short and (value or not f.only_when_given):
+            shown.append((f, value))
+    return {"filters": shown}

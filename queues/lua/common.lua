@@ -128,6 +128,10 @@ local function effective_note(claim_actor, claim_note, actor, written)
   return nil
 end
 
+-- The entries that make a job (enqueue, clone): while one is the first entry, its time is when the job
+-- was created.
+local CREATION_CODE = {[MOVE_CODE.enqueue.pending] = true, [MOVE_CODE.clone.pending] = true}
+
 -- The entries of a history field (absolute times, every field filled in; a claim's err its note, as
 -- effective_note gives it), or nil when a line does not parse: such a history was not written by a script.
 local function parse_history(text)
@@ -163,7 +167,7 @@ end
 
 -- What a history says of the fields the moves no longer write (an older
 -- script, or another runtime, may have written them, and fields are never
--- cleared, so a reader takes these first): created_at, the enqueue entry's
+-- cleared, so a reader takes these first): created_at, the enqueue (or clone) entry's
 -- time while it is the first entry; claimed_at and worker, the newest
 -- claim's time and actor. Each is a string, or absent when the history
 -- does not tell.
@@ -171,7 +175,7 @@ local function history_facts(text)
   local facts = {}
   local entries = text and text ~= '' and parse_history(text)
   if not entries then return facts end
-  if entries[1] and entries[1].code == 'e' then facts.created_at = string.format('%d', entries[1].ts) end
+  if entries[1] and CREATION_CODE[entries[1].code] then facts.created_at = string.format('%d', entries[1].ts) end
   for i = #entries, 1, -1 do
     if entries[i].code == 'c' then
       facts.claimed_at, facts.worker = string.format('%d', entries[i].ts), unescape_field(entries[i].actor)
@@ -226,7 +230,7 @@ local function scan_history(text)
 end
 
 -- Stores entries as the history field, dropping the oldest while there are
--- too many or the text is too long; a dropped enqueue entry leaves its time
+-- too many or the text is too long; a dropped enqueue (or clone) entry leaves its time
 -- as created_at. Returns the text stored.
 local function store_history(job_key, entries)
   local first = entries[1]
@@ -235,7 +239,7 @@ local function store_history(job_key, entries)
     table.remove(entries, 1)
     text = format_history(entries)
   end
-  if first.code == 'e' and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
+  if CREATION_CODE[first.code] and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
     redis.call('HSET', job_key, 'created_at', string.format('%d', first.ts))
   end
   redis.call('HSET', job_key, 'history', text)

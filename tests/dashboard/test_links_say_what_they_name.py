@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from queues import EchoMQ
+from tests.support.jobs import failed_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +109,33 @@ def test_get_on_an_action_url_answers_405_with_a_page_a_person_can_read(operator
     html = answer.content.decode()
     assert "GET is not answered here: it takes POST" in html
     assert "Back to the overview" in html
+
+
+def test_an_unknown_action_or_outcome_on_the_audit_log_is_refused_in_words_and_stays_selected(
+        viewer_client: Client) -> None:
+    answer = viewer_client.get("/audit/?action=bogus&outcome=sideways")
+
+    assert answer.status_code == 400
+    html = answer.content.decode()
+    assert "Unknown action &#x27;bogus&#x27;: one of retry," in html
+    assert "unknown outcome &#x27;sideways&#x27;: one of " in html
+    assert '<option value="bogus" selected>bogus (unknown)</option>' in html
+    assert '<option value="sideways" selected>sideways (unknown)</option>' in html
+
+
+def test_the_audit_log_selects_the_user_its_link_names_even_one_with_no_entries(viewer_client: Client) -> None:
+    html = viewer_client.get("/audit/?user=nobody-yet").content.decode()
+
+    assert '<option value="nobody-yet" selected>nobody-yet (no entries)</option>' in html
+    assert html.count(" selected>") == 1
+
+
+def test_the_failures_page_selects_the_release_and_host_its_link_names_even_outside_the_sample(
+        viewer_client: Client, console_mq: EchoMQ) -> None:
+    failed_jobs(console_mq, "mail", 2)
+
+    html = viewer_client.get("/failures/?q=mail&release=v9&host=elsewhere").content.decode()
+
+    assert '<option value="v9" selected>v9 (none in the sample)</option>' in html
+    assert '<option value="elsewhere" selected>elsewhere (none in the sample)</option>' in html
+    assert html.count(" selected>") == 3  # and the sort

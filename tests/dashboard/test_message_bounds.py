@@ -1,5 +1,5 @@
 """Every live message a page gets is at most 64 KiB, whatever its queues' names, pause reasons or jobs
-hold: the overview's rows that do not fit start the next page; a queue page's table comes in parts."""
+hold: a page's table larger than one message (the overview's, a queue page's) comes in parts."""
 
 from __future__ import annotations
 
@@ -62,18 +62,30 @@ def test_a_queue_page_of_200_big_rows_shows_all_200_and_a_push_sends_them_in_par
     assert max(len(m.encode()) for m in messages) <= MESSAGE_MAX_BYTES
 
 
-def test_an_overview_of_the_widest_names_and_pause_reasons_fits_one_message(
+def queue_names(html: str) -> list[str]:
+    return re.findall(r'<td class="name"><a href="[^"]*">([^<]*)</a>', html)
+
+
+def test_an_overview_of_200_of_the_widest_names_and_pause_reasons_shows_all_200_and_sends_them_in_parts(
         console_mq: EchoMQ, viewer_client: Client, operator_cookie: bytes) -> None:
-    names = [f'{n:03d}' + '"' * 125 for n in range(100)]
+    names = [f'{n:03d}' + '"' * 125 for n in range(230)]
     for name in names:
         console_mq.enqueue(name, "x")
         console_mq.pause(name, reason="<" * 4000)
 
-    page = viewer_client.get("/?limit=100").content.decode()
-    messages = async_to_sync(first_messages)("/ws/overview/?limit=100", operator_cookie, 'id="overview-table"')
+    page = viewer_client.get("/?limit=200").content.decode()
+    messages = async_to_sync(first_messages)(
+        "/ws/overview/?limit=200", operator_cookie,
+        re.compile(r'id="overview-table-part"[^>]* data-part="(\d+)" data-parts="\1"'))
+    parts = int(re.findall(r'data-parts="(\d+)"', messages[-1])[0])
 
     rows = page[page.index('<tbody id="overview-rows"'):]
-    shown = re.findall(r'<td class="name"><a href="[^"]*">([^<]*)</a>', rows[:rows.index("</tbody>")])
-    assert 1 <= len(shown) < 100
-    assert "next" in page and f"1–{len(shown)} of 100" in page
+    shown = queue_names(rows[:rows.index("</tbody>")])
+    assert [name[:3] for name in shown] == [f"{n:03d}" for n in range(200)]
+    assert "1–200 of 230" in page
+    first = next(m for m in messages if 'id="overview-table"' in m)
+    rest = [next(m for m in messages if f'data-part="{n}"' in m) for n in range(2, parts + 1)]
+    assert parts > 1
+    assert "1–200 of 230" in first
+    assert queue_names(first) + [name for m in rest for name in queue_names(m)] == shown
     assert max(len(m.encode()) for m in messages) <= MESSAGE_MAX_BYTES

@@ -98,13 +98,29 @@ def test_sort_and_paging_links_keep_the_filter(viewer_client: Client, console_mq
     assert 'name="sort" value="failed"' in html  # the filter box's form keeps the sort
 
 
-def test_a_bad_offset_or_size_falls_back_to_the_first_page(viewer_client: Client, console_mq: EchoMQ) -> None:
+def test_any_size_up_to_200_is_honoured_and_shown_selected(viewer_client: Client, console_mq: EchoMQ) -> None:
     names = many_queues(console_mq, 60)
 
-    response = viewer_client.get("/?offset=-5&limit=7")
+    response = viewer_client.get("/?offset=2&limit=7")
 
     assert response.status_code == 200
-    assert shown_names(response.content.decode()) == names[:50]
+    assert shown_names(response.content.decode()) == names[2:9]
+    assert '<option value="7" selected>7</option>' in response.content.decode()
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("offset=-5", "offset must be a whole number written in ASCII digits (at most 14), not &#x27;-5&#x27;"),
+    ("limit=500", "limit must be a whole number of rows from 1 to 200, not &#x27;500&#x27;"),
+    ("limit=x", "limit must be a whole number of rows from 1 to 200, not &#x27;x&#x27;"),
+])
+def test_an_offset_or_size_the_page_cannot_show_is_refused_in_words(viewer_client: Client, console_mq: EchoMQ,
+                                                                    query: str, words: str) -> None:
+    many_queues(console_mq, 3)
+
+    response = viewer_client.get(f"/?{query}")
+
+    assert response.status_code == 400
+    assert words in response.content.decode()
 
 
 def test_an_unknown_sort_is_refused_in_words_and_shown_escaped(viewer_client: Client, console_mq: EchoMQ) -> None:
@@ -157,7 +173,7 @@ async def test_ten_overview_sockets_at_10000_queues_get_bounded_messages_and_rea
         await Follower.stop_all()
 
     assert max(sizes) <= MESSAGE_MAX_BYTES
-    # Each page shows the rows that fit its byte budget of the 100 it asked for, from its own offset.
+    # Each page shows the 100 it asked for, from its own offset.
     assert len(followed) <= 10 * 100
     assert all(names.index(q) % 1000 < 100 for q in followed)
     assert "Too many connections" not in caplog.text

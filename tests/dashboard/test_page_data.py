@@ -1,4 +1,5 @@
-"""Each page's data is one object: its view, its live pushes and the API say the same of a part that cannot be read."""
+"""Each page's data is one object: its view, its live pushes, the API (and emq) say the same of a part that cannot be
+read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from queues import EchoMQ, QueueKeys
+from queues.cli import main
 from queues.reads import HISTORY_READ_MAX
 from tests.support.sockets import connect, receive_until
 
@@ -110,3 +112,22 @@ async def test_a_queue_that_cannot_be_read_is_one_row_with_the_same_words_on_the
     said = {row["queue"]: row["error"] for row in api.json()["queues"]}
     assert said["mail"] is None and said["thumbs"].startswith(refusal)
     assert html.escape(said["thumbs"]) in page.content.decode() and html.escape(said["thumbs"]) in pushed
+
+
+def test_a_state_that_cannot_be_sampled_is_said_alike_by_the_failures_page_the_api_and_emq(
+        console_mq: EchoMQ, viewer_client: Client, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    console_mq.enqueue("mail", "{}", job_id="j1", max_attempts=1)
+    [job] = console_mq.claim("mail")
+    console_mq.fail("mail", job.id, job.token, error="timeout", backoff_ms=0)
+    keys = QueueKeys("mail")
+    console_mq.redis.set(keys.done, "not a sorted set")
+    said = f"the done jobs could not be sampled: refused: {keys.done} holds a string"
+
+    page = viewer_client.get("/failures/?q=mail").content.decode()
+    api = viewer_client.get("/api/failures?q=mail").json()
+    assert main(["--url", redis_url, "failures", "mail", "--explain"]) == 0
+
+    [note] = api["notes"]
+    assert note.startswith(said) and api["groups"][0]["count"] == 1
+    assert f"Note: {html.escape(note)}." in page
+    assert f"emq: note: {note}\n" in capsys.readouterr().err

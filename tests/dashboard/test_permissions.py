@@ -120,6 +120,9 @@ VIEWS: dict[str, Entry] = {
                                                "payload": "{{}}", "retry": "0"}, post=(302, 403, 302, 403, 302, 403)),
     "actions/restore/": action("/actions/restore/", {"q": "{q}", "id": "a", "state": "failed", "attempts": "1",
                                                      "version": "1"}),
+    # A clone asks first (a confirmation step), whatever it would make.
+    "actions/clone/": action("/actions/clone/", {"q": "{q}", "id": "a", "state": "failed", "attempts": "1",
+                                                 "new_id": "a-clone", "payload_from": "source"}),
     "actions/schema/": action("/actions/schema/", {"q": "{q}", "schema": '{{"type": "object"}}'}),
     "actions/selection/": action("/actions/selection/", {"q": "{q}", "move": "retry", "job": "failed:1:a"},
                                  post=(302, 403, 302, 403, 302, 403)),
@@ -165,6 +168,8 @@ VIEWS: dict[str, Entry] = {
     "api/runs/<run_id>": page("/api/runs/{run}", get=API_READ),
     "api/job/actions": Entry("/api/job/actions", {"POST": API_ACT}, json_body={
         "queue": "{q}", "id": "a", "move": "retry", "expect_state": "failed", "expect_attempts": "1"}),
+    "api/job/clone": Entry("/api/job/clone", {"POST": API_ASK}, json_body={
+        "queue": "{q}", "id": "a", "expect_state": "failed", "expect_attempts": "1", "new_id": "a-clone"}),
     "api/queue/actions": Entry("/api/queue/actions", {"POST": API_ASK}, json_body={
         "queue": "{q}", "action": "retry_all"}),
     # One ticked job is not a large action: it runs without a confirmation.

@@ -36,6 +36,20 @@ def test_the_page_lists_each_schedule_with_its_ticks_and_gives_a_viewer_no_butto
     assert "Run now" in acting and "/schedules/edit/?q=mail&amp;name=nightly" in acting
 
 
+def test_a_schedule_offers_its_dead_mans_alert_to_operators_with_the_form_filled_in(
+        console_mq: EchoMQ, viewer_client: Client, operator_client: Client) -> None:
+    nightly(console_mq)
+    link = "/alerts/new/?kind=schedule&amp;q=mail&amp;schedule=nightly&amp;name=nightly%20missed"
+
+    seen, acting = (c.get("/schedules/").content.decode() for c in (viewer_client, operator_client))
+    form = operator_client.get("/alerts/new/", {"kind": "schedule", "q": "mail", "schedule": "nightly",
+                                                "name": "nightly missed"}).content.decode()
+
+    assert link not in seen and link in acting
+    assert '<option value="schedule" selected>' in form and 'name="schedule" value="nightly"' in form
+    assert 'name="q" value="mail"' in form and 'name="name" value="nightly missed"' in form
+
+
 def test_a_viewer_posting_a_press_gets_403_and_the_refusal_is_audited(console_mq: EchoMQ, viewer_client: Client) -> None:
     nightly(console_mq)
     before = keyspace_dump(console_mq.redis)

@@ -83,8 +83,9 @@ def test_500_sockets_from_one_viewer_leave_another_users_page_and_socket_served(
         page_s = await asyncio.to_thread(_page_seconds, console, "otto")
         async with console.ws("otto") as other:
             first = str(await asyncio.wait_for(other.recv(), timeout=30))
-        results: list[int | None | BaseException] = []
-        while len(results) < SOCKETS:
+        # Bounded: a socket the caps let through by mistake stays open and is counted below, never waited for.
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
             done = [t for t in viewer if t.done()]
             if len(done) == SOCKETS or (len([t for t in done if t.exception() or t.result() is not None])
                                         >= SOCKETS - PER_USER):

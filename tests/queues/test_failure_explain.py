@@ -123,6 +123,20 @@ def test_a_runtime_that_records_no_release_is_release_unknown_and_never_new_sinc
     assert [g.group.id for g in explain_failures(mq, "q", release="-").groups] == [group.group.id]
 
 
+def test_a_groups_rate_counts_its_failures_of_the_last_hour_against_the_hour_before(mq: EchoMQ) -> None:
+    for i in range(7):
+        mq.enqueue("q", "{}", job_id=f"r{i}", max_attempts=1)
+    for job in mq.claim("q", count=7):
+        mq.run(moves.fail("q", job.id, job.token, error="boom", backoff_ms=0))
+    now, failed = mq.server_time_ms("q"), QueueKeys("q").failed
+    # Jobs that failed earlier: the failed set's score is when each failed.
+    mq.redis.zadd(failed, {"r0": now - 90 * 60_000, "r1": now - 100 * 60_000, "r2": now - 150 * 60_000}, xx=True)
+
+    [group] = explain_failures(mq, "q").groups
+
+    assert (group.last_hour, group.hour_before, group.sampled) == (4, 2, 7)
+
+
 def test_a_sample_step_looks_at_no_more_than_asked_and_says_where_to_go_on(mq: EchoMQ) -> None:
     for i in range(30):
         mq.enqueue("q", json.dumps({"i": i}), job_id=f"j{i:02}", max_attempts=1)

@@ -10,10 +10,17 @@ make.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from queues.moves import operator_move
+from queues.operator_moves import JOB_MOVES, OperatorMove
+from queues.protocol_moves import BY_NAME as PROTOCOL_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,3 +159,34 @@ def test_a_move_added_as_the_recipe_says_works_on_every_surface_with_no_migratio
 
     assert migrations.returncode == 0, migrations.stdout + migrations.stderr
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+# A sample value for each argument a move may take (queues.moves.MOVE_ARGUMENTS), so that its call can be built.
+SAMPLE = {"payload": "x", "max_attempts": 2, "retry": False, "version": 1, "new_id": "b", "new_payload": "y",
+          "delay_ms": 0}
+# A command that writes, as a script sends it, or a shared function that writes (common.lua and its includes).
+WRITES = re.compile(r"redis\.call\('(?:HSET|HDEL|ZADD|ZREM|DEL|XADD|HINCRBY|PEXPIRE|SET)'"
+                    r"|\b(?:keep_version|set_payload|recover_one|failure_leave|failure_enter|keep_last_error|emit)\(")
+
+
+@pytest.mark.parametrize("move", JOB_MOVES, ids=lambda move: move.name)
+def test_every_move_on_one_job_follows_the_recipe_as_written(move: OperatorMove) -> None:
+    source = (ROOT / "queues" / "lua" / f"{move.script}.lua").read_text()
+    header = source[:source.index("local unknown_move")]
+    # Step 1: promote's shape. A header naming KEYS, ARGV, its replies and errors; the move named before anything
+    # else runs, the shared arguments read next; the move emitted after its last check (no write before it).
+    assert source.startswith("#!lua\n--@include common.lua\n")
+    assert all(word in header for word in ("-- KEYS:", "-- ARGV:", "-- Reply:", "-- Errors (nothing written)"))
+    assert source.count(f"check_moves('{move.name}')") == 1
+    assert source.index(f"check_moves('{move.name}')") < source.index("--@include operator_args.lua")
+    assert f"emit(KEYS[5], '{move.name}'" in source
+    returns = [m.start() for m in re.finditer(r"\breturn ", source)]
+    first_write = WRITES.search(source)
+    assert first_write is not None and returns[-2] < first_write.start() < returns[-1], "a write before a check"
+    # The ARGV the header lists are those the library sends: id, state, attempts, [extra,] arguments, then the actor.
+    call = operator_move(move.name, "q", "a", arguments={name: SAMPLE[name] for name in move.arguments})
+    argv = header[header.index("-- ARGV:"):header.index("-- Reply:")]
+    assert re.search(rf"\b{len(call.args)} actor\b", argv), argv
+    assert len(call.keys) == 6 + ("new_id" in move.arguments)
+    # Step 2: its row in the protocol table, with the states it applies to.
+    assert PROTOCOL_ROWS[move.name].sources == move.applies_to

@@ -271,6 +271,9 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "edit": [job_id, states, numbers, st.one_of(texts, st.just("x"), st.binary(max_size=20)),
                  st.one_of(st.just(""), numbers), st.sampled_from(["0", "1", "", "yes"]), actor],
         "restore": [job_id, states, numbers, st.one_of(st.sampled_from(["1", "2"]), numbers), actor],
+        "clone": [job_id, states, numbers, st.sampled_from(["n", "a", "b", "", "a{b}"]),
+                  st.one_of(st.sampled_from(["", "=", "=x", "x"]), st.binary(max_size=20)), st.one_of(st.just("0"), numbers),
+                  st.one_of(st.just(""), numbers), actor],
         "versions": [job_id, st.one_of(st.sampled_from(["", "1"]), numbers), numbers],
         "schema_set": [st.sampled_from(['{"type": "object"}', " {}", "", "{", "[]", "5", "x" * 70000]), actor],
         "schema": [],
@@ -324,6 +327,9 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
         return [KEYS.prefix + "schema"]
     if picks or not argv:
         return keys + [KEYS.prefix]
+    if name == "clone":
+        # The new job's hash, as the new id names it (one that does not parse names one all the same).
+        return keys + [KEYS.prefix + "job:" + str(argv[0]), KEYS.prefix + "job:" + str(argv[3] if len(argv) > 3 else "")]
     return keys + [KEYS.prefix + "job:" + str(argv[0])]
 
 
@@ -389,6 +395,9 @@ def own_arguments(name: str, state: str, data: st.DataObject) -> list[str]:
                 data.draw(st.sampled_from(["1", "0"] if state == "failed" else ["0"]))]
     if name == "restore":
         return ["1"]
+    if name == "clone":
+        return [data.draw(st.sampled_from(["n", "n", "a"])), data.draw(st.sampled_from(["", "=y", "=" + "z" * 300])),
+                data.draw(st.sampled_from(["0", "60000"])), data.draw(st.sampled_from(["", "5"]))]
     return []
 
 

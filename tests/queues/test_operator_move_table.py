@@ -21,7 +21,7 @@ def test_every_move_of_the_table_sends_a_move_script(move: object) -> None:
 
 
 # What a move with arguments of its own is given here (the library's names, then emq's options).
-SAMPLE_ARGUMENTS = {"payload": ("x", ["--payload", "x"]), "version": (1, ["--version", "1"])}
+SAMPLE_ARGUMENTS = {"payload": ("x", ["--payload", "x"]), "version": (1, ["--version", "1"]), "new_id": ("b", ["--new-id", "b"])}
 
 
 def _sample(move: object) -> dict[str, object]:

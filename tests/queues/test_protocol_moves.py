@@ -35,10 +35,15 @@ def test_the_history_codes_are_one_letter_each_and_name_one_move_and_state() -> 
 @pytest.mark.parametrize("name", [m for m in MOVES if EMIT.search(script(m).source)])
 def test_a_script_declares_every_move_it_records_at_its_top_and_the_table_knows_each(name: str) -> None:
     source = script(name).source
-    declared = DECLARED.findall((ROOT / "queues" / "lua" / f"{name}.lua").read_text())
+    text = (ROOT / "queues" / "lua" / f"{name}.lua").read_text()
+    declared = DECLARED.findall(text)
     emitted = set(EMIT.findall(source))
+    # Only the header, its includes and blank lines come before the check: no read, no write, no argument.
+    before = text[:text.index("local unknown_move = check_moves(")].splitlines()
 
     assert len(declared) == 1, f"{name}.lua: one check_moves(...) line before its first write"
+    assert all(line.startswith(("#!", "--")) or not line.strip() for line in before), \
+        f"{name}.lua: check_moves(...) is its first statement"
     names = set(re.findall(r"'(\w+)'", declared[0]))
     assert names == emitted
     assert names <= set(BY_NAME)

@@ -74,3 +74,24 @@ def test_emq_bulk_retries_exactly_the_slice_and_without_yes_changes_nothing(
     assert (done, out.strip()) == (0, "moved 4, skipped 0, missing 0")
     pending = {m.decode() for m in cast(list[bytes], mq.redis.zrange("emq:{q}:pending", 0, -1))}
     assert pending == slice_of_two_releases["v2.0"]
+
+
+def test_emq_bulk_deletes_exactly_a_hosts_slice_and_refuses_to_cancel_failed_jobs(
+        redis_url: str, mq: EchoMQ, slice_of_two_releases: dict[str, set[str]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    [group] = mq.run(groups("q")).groups
+    before = keyspace_dump(mq.redis)
+
+    cancel = main(["--url", redis_url, "bulk", "cancel", "q", "--state", "failed", "--group", group.id,
+                   "--host", "host-1", "--yes"])
+    _, refused = capsys.readouterr()
+    unchanged = keyspace_dump(mq.redis)
+    done = main(["--url", redis_url, "bulk", "delete", "q", "--state", "failed", "--group", group.id,
+                 "--host", "host-1", "--yes"])
+    out, _ = capsys.readouterr()
+
+    assert cancel == 2 and "cancel applies to " in refused and "not to failed ones" in refused
+    assert unchanged == before
+    assert (done, out.strip()) == (0, "moved 4, skipped 0, missing 0")
+    left = {m.decode() for m in cast(list[bytes], mq.redis.zrange("emq:{q}:failed", 0, -1))}
+    assert left == slice_of_two_releases["v2.0"] | slice_of_two_releases["unknown"]

@@ -20,7 +20,7 @@ def codes(answer: why.Why) -> list[str]:
 
 
 def test_an_empty_queue_is_idle_and_the_answer_has_the_documented_shape(any_mq: EchoMQ) -> None:
-    answer = why.queue_why(any_mq, "mail").as_dict()
+    answer = any_mq.queue_why("mail").as_dict()
 
     assert set(answer) == {"reasons", "as_of_ms"} and answer["as_of_ms"] > 0
     [reason] = answer["reasons"]
@@ -33,7 +33,7 @@ def test_a_paused_queue_says_who_paused_it_since_when_and_why_first(any_mq: Echo
     register(any_mq, "mail", "box:7")
     since = any_mq.pause("mail", reason="deploy 42").since_ms
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     assert top.code == "paused" and "deploy 42" in top.text and "by test" in top.text
     assert (top.evidence["paused_by"], top.evidence["paused_since_ms"], top.evidence["due"]) == ("test", since, 2)
@@ -41,12 +41,12 @@ def test_a_paused_queue_says_who_paused_it_since_when_and_why_first(any_mq: Echo
 
 def test_due_jobs_and_no_worker_say_no_live_worker_with_the_last_one_seen(any_mq: EchoMQ) -> None:
     any_mq.enqueue("mail", "a")
-    assert why.queue_why(any_mq, "mail").top.code == "no_live_worker"
+    assert any_mq.queue_why("mail").top.code == "no_live_worker"
 
     register(any_mq, "mail", "old-box:9", ttl_ms=1000)
     any_mq.redis.zadd(QueueKeys("mail").workers, {"old-box:9": 5000})  # its entry expired at ms 5000
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
     assert top.code == "no_live_worker" and "old-box:9" in top.text
     assert (top.evidence["last_seen_id"], top.evidence["last_seen_expired_ms"]) == ("old-box:9", 5000)
 
@@ -54,10 +54,10 @@ def test_due_jobs_and_no_worker_say_no_live_worker_with_the_last_one_seen(any_mq
 def test_a_worker_that_missed_two_heartbeats_is_gone_while_its_entry_still_runs(any_mq: EchoMQ) -> None:
     any_mq.enqueue("mail", "a")
     register(any_mq, "mail", "box:7", ttl_ms=1500)  # beats every 500 ms, gone after 1000 ms without one
-    assert why.queue_why(any_mq, "mail").top.code != "no_live_worker"
+    assert any_mq.queue_why("mail").top.code != "no_live_worker"
 
     time.sleep(1.1)
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     assert top.code == "no_live_worker" and "missed 2 heartbeats" in top.text
     [gone] = top.evidence["gone"]
@@ -69,7 +69,7 @@ def test_live_workers_holding_every_slot_are_at_capacity(any_mq: EchoMQ) -> None
     register(any_mq, "mail", "box:7", concurrency=2, held=["x", "y"])
     register(any_mq, "mail", "box:8", concurrency=1, held=["z"])
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     assert top.code == "at_capacity"
     assert (top.evidence["held"], top.evidence["concurrency"], top.evidence["due"]) == (3, 3, 3)
@@ -82,11 +82,11 @@ def test_a_noted_claim_refusal_is_the_reason_with_its_kind_worker_and_time(any_m
     assert any_mq.run(moves.note_refusal("mail", "box:7", ttl_ms=60_000, kind="oom", text="OOM command not allowed"))
     assert not any_mq.run(moves.note_refusal("mail", "nobody:1", ttl_ms=60_000, kind="oom", text="x"))
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     assert top.code == "claims_refused" and "out of memory" in top.text
     assert (top.evidence["kind"], top.evidence["worker"], top.evidence["refused_times"]) == ("oom", "box:7", 1)
-    assert top.evidence["refused_ms"] <= why.queue_why(any_mq, "mail").as_of_ms  # type: ignore[operator]
+    assert top.evidence["refused_ms"] <= any_mq.queue_why("mail").as_of_ms  # type: ignore[operator]
 
 
 def test_claims_going_faster_than_arrivals_are_draining_with_a_time_to_drain(any_mq: EchoMQ) -> None:
@@ -97,7 +97,7 @@ def test_claims_going_faster_than_arrivals_are_draining_with_a_time_to_drain(any
     for job in any_mq.claim("mail", count=3, lease_ms=60_000):
         any_mq.complete("mail", job.id, job.token)
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     # 5 arrived, 8 claims: 2 due, and draining.
     assert top.code == "draining" and (top.evidence["due"], top.evidence["claimed"], top.evidence["arrived"]) == (2, 8, 5)
@@ -108,7 +108,7 @@ def test_a_due_queue_with_live_idle_consumers_and_no_claims_says_no_cause_found(
     any_mq.enqueue("mail", "a")
     register(any_mq, "mail", "box:7", concurrency=4)
 
-    top = why.queue_why(any_mq, "mail").top
+    top = any_mq.queue_why("mail").top
 
     assert top.code == "no_cause_found" and top.text.startswith("no cause found: the queue is due")
 
@@ -118,15 +118,15 @@ def test_lapsed_leases_without_a_sweeper_say_the_sweeper_has_not_run(any_mq: Ech
     any_mq.claim("mail", lease_ms=50)
     time.sleep(0.1)
 
-    answer = why.queue_why(any_mq, "mail")
+    answer = any_mq.queue_why("mail")
     assert answer.top.code == "sweeper_not_running"
     assert (answer.top.evidence["lapsed"], answer.top.evidence["oldest_lapsed_id"]) == (1, "j")
 
     # On a cluster the lock is the one of the queue's shard of the lease index.
     any_mq.redis.set(shard_of(any_mq.redis, "mail").lock_key, "abc/console-1", px=10_000)
-    job = why.job_why(any_mq, "mail", "j")
+    job = any_mq.job_why("mail", "j")
     assert job.top.code == "lease_lapsed" and "console-1" in job.top.text
-    assert "sweeper_not_running" not in codes(job) and "sweeper_not_running" not in codes(why.queue_why(any_mq, "mail"))
+    assert "sweeper_not_running" not in codes(job) and "sweeper_not_running" not in codes(any_mq.queue_why("mail"))
 
 
 def test_a_delayed_job_is_due_later_and_a_retried_one_is_retrying_later(any_mq: EchoMQ) -> None:
@@ -135,12 +135,12 @@ def test_a_delayed_job_is_due_later_and_a_retried_one_is_retrying_later(any_mq: 
     [job] = any_mq.claim("mail")
     any_mq.fail("mail", job.id, job.token, error="timeout talking to smtp", backoff_ms=30_000)
 
-    delayed, retrying = why.job_why(any_mq, "mail", "later").top, why.job_why(any_mq, "mail", "flaky").top
+    delayed, retrying = any_mq.job_why("mail", "later").top, any_mq.job_why("mail", "flaky").top
 
     assert delayed.code == "delayed" and 59_000 < delayed.evidence["due_in_ms"] <= 60_000
     assert retrying.code == "retrying_later" and "timeout talking to smtp" in retrying.text
     assert retrying.evidence["attempts"] == 1 and retrying.evidence["due_in_ms"] > 29_000
-    assert codes(why.queue_why(any_mq, "mail")) == ["not_due", "no_live_worker"]
+    assert codes(any_mq.queue_why("mail")) == ["not_due", "no_live_worker"]
 
 
 def test_a_due_job_waits_behind_the_due_jobs_ahead_of_it_after_the_queue_reasons(any_mq: EchoMQ) -> None:
@@ -149,7 +149,7 @@ def test_a_due_job_waits_behind_the_due_jobs_ahead_of_it_after_the_queue_reasons
     # Jobs due at the same ms are claimed in id order, as ZRANK ranks them.
     fifth = sorted(ids, key=lambda i: (any_mq.redis.zscore(QueueKeys("mail").pending, i), i))[4]
 
-    answer = why.job_why(any_mq, "mail", fifth)
+    answer = any_mq.job_why("mail", fifth)
 
     assert codes(answer) == ["at_capacity", "waiting_behind"]
     assert answer.reasons[1].evidence["rank"] == 4 and "waiting behind 4 due job(s)" in answer.reasons[1].text
@@ -160,12 +160,12 @@ def test_an_active_job_is_leased_by_its_live_worker_or_held_by_a_worker_that_is_
     register(any_mq, "mail", "test", ttl_ms=60_000)
     [job] = any_mq.claim("mail", lease_ms=60_000)
 
-    leased = why.job_why(any_mq, "mail", "j").top
+    leased = any_mq.job_why("mail", "j").top
     assert leased.code == "leased" and leased.evidence["worker"] == "test"
     assert leased.evidence["attempts"] == 1 and leased.evidence["lease_deadline_ms"] == job.lease_deadline_ms
 
     any_mq.run(moves.unregister_worker("mail", "test"))
-    gone = why.job_why(any_mq, "mail", "j").top
+    gone = any_mq.job_why("mail", "j").top
     assert gone.code == "worker_gone" and "test" in gone.text
 
 
@@ -183,21 +183,21 @@ def test_failed_jobs_say_exhausted_cancelled_or_corrupt_and_finished_ones_done(a
     [job] = any_mq.claim("mail")
     any_mq.complete("mail", job.id, job.token)
 
-    exhausted = why.job_why(any_mq, "mail", "once").top
+    exhausted = any_mq.job_why("mail", "once").top
     assert exhausted.code == "attempts_exhausted" and "KeyError: 'to'" in exhausted.text
-    cancelled = why.job_why(any_mq, "mail", "cancel-me").top
+    cancelled = any_mq.job_why("mail", "cancel-me").top
     assert cancelled.code == "cancelled" and cancelled.evidence["cancelled_by"] == "test"
-    corrupt = why.job_why(any_mq, "mail", "bad").top
+    corrupt = any_mq.job_why("mail", "bad").top
     assert corrupt.code == "corrupt" and 'state "done " in pending' in corrupt.text
-    assert why.job_why(any_mq, "mail", "ok").top.code == "done"
-    assert why.job_why(any_mq, "mail", "nobody").top.code == "missing"
+    assert any_mq.job_why("mail", "ok").top.code == "done"
+    assert any_mq.job_why("mail", "nobody").top.code == "missing"
 
 
 def test_a_job_whose_hash_and_sets_disagree_is_an_integrity_finding_with_its_repair(any_mq: EchoMQ) -> None:
     any_mq.enqueue("mail", "a", job_id="j")
     any_mq.redis.zadd(QueueKeys("mail").active, {"j": 1})
 
-    top = why.job_why(any_mq, "mail", "j").top
+    top = any_mq.job_why("mail", "j").top
 
     assert top.code == "integrity" and top.evidence["sets"] == ["pending", "active"]
     assert "repair offered" in top.text
@@ -206,7 +206,7 @@ def test_a_job_whose_hash_and_sets_disagree_is_an_integrity_finding_with_its_rep
 def test_a_queue_key_of_another_type_answers_unknown_not_a_reason(any_mq: EchoMQ) -> None:
     any_mq.redis.set(QueueKeys("mail").pending, "x")
 
-    answer = why.queue_why(any_mq, "mail")
+    answer = any_mq.queue_why("mail")
 
     assert answer.top.code == "unknown" and answer.as_of_ms is None
 
@@ -220,7 +220,7 @@ async def test_the_async_client_gives_the_same_answer(request: pytest.FixtureReq
     sync.enqueue("mail", "a", job_id="j", delay_ms=60_000)
     amq = AsyncEchoMQ.from_url(url, actor="test")
     try:
-        queue, job = await why.queue_why_async(amq, "mail"), await why.job_why_async(amq, "mail", "j")
+        queue, job = await amq.queue_why("mail"), await amq.job_why("mail", "j")
     finally:
         await amq.close()
         sync.close()
@@ -245,7 +245,7 @@ def test_the_read_sends_as_many_commands_at_10_jobs_as_at_a_million_in_under_5_m
         register(any_mq, queue, "box:7")
 
     def cost(queue: str) -> tuple[dict[str, int], float]:
-        read = why.queue_why if subject == "queue" else lambda mq, q: why.job_why(mq, q, "mine")
+        read = (lambda mq, q: mq.queue_why(q)) if subject == "queue" else (lambda mq, q: mq.job_why(q, "mine"))
         read(any_mq, queue)  # the script is cached now
         reset_commandstats(any_mq)
         for _ in range(5):

@@ -56,11 +56,11 @@ def worker_id(process: object) -> str:
 
 
 def queue_top(site: Site) -> why.Reason:
-    return why.queue_why(site.mq, Q).top
+    return site.mq.queue_why(Q).top
 
 
 def job_why(site: Site, job_id: str) -> why.Why:
-    return why.job_why(site.mq, Q, job_id)
+    return site.mq.job_why(Q, job_id)
 
 
 def wait_for_queue(site: Site, code: str, timeout: float = 40) -> why.Reason:
@@ -73,7 +73,7 @@ def wait_for_queue(site: Site, code: str, timeout: float = 40) -> why.Reason:
     try:
         wait_until(reached, timeout, f"the queue's first reason to be {code}")
     except AssertionError as error:
-        raise AssertionError(f"{error}; it said {why.queue_why(site.mq, Q).as_dict()}") from None
+        raise AssertionError(f"{error}; it said {site.mq.queue_why(Q).as_dict()}") from None
     return queue_top(site)
 
 

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     signed: bool  # the signature matched the timestamp and body under the secret
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
     @property
     def data(self) -> Any:

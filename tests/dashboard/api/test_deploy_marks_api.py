@@ -1,4 +1,4 @@
-"""Deploy marks through the API (audited, one per label and minute) and on the queue page's chart."""
+"""Deploy marks through the API (audited, one per label and minute) and on the queue page's charts."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def test_a_deploy_mark_is_audited_and_a_second_in_the_minute_is_the_same_mark(
                     ("vera", "mark_deploy", "refused")]
 
 
-def test_the_queue_pages_chart_draws_the_marks_of_its_range(viewer_client: Client, operator: User,
-                                                              console_mq: EchoMQ) -> None:
+def test_the_queue_pages_charts_draw_the_marks_of_their_range(viewer_client: Client, operator: User,
+                                                               console_mq: EchoMQ) -> None:
     console_mq.enqueue("mail", "{}")
     now = console_mq.server_time_ms("mail")
     Client().post("/api/deploys", json.dumps({"label": "v9", "at_ms": now - 600_000}),
@@ -46,8 +46,13 @@ def test_the_queue_pages_chart_draws_the_marks_of_its_range(viewer_client: Clien
                   content_type="application/json", headers=bearer(operator))
 
     page = viewer_client.get("/queue/?q=mail&range=1h").content.decode()
+    history, latency = page.split('id="queue-history"'), page.split('id="queue-latency"')
 
-    assert page.count('class="deploy"') == 1 and "deploy v9 at" in page
+    # One line on the history chart and one on each latency chart (wait, run); the mark of 5 h ago is out of range.
+    assert len(history) == len(latency) == 2 and page.count('class="deploy"') == 3
+    assert page.count("<title>deploy v9 at") == 3 and "deploy old at" not in page
+    wide = viewer_client.get("/queue/?q=mail&range=24h").content.decode()
+    assert wide.count("<title>deploy old at") == 3
 
 
 def test_the_console_button_marks_a_deploy_as_an_audited_operator_action(operator_client: Client, viewer_client: Client,

@@ -37,11 +37,11 @@ def refusal(user: Any, action: str, queue: str | None = None) -> str | None:
     codename = permission_for(action)
     if codename == VIEW:
         return None
-    if _holds(user, codename):
-        return None if queue is None else grant_refusal(user, queue)
     patterns = sorted(pattern for granted, pattern in action_grants(user) if granted == codename)
     if queue is not None and any(fnmatchcase(queue, pattern) for pattern in patterns):
         return None
+    if _holds(user, codename):
+        return None if queue is None else grant_refusal(user, queue)
     if not acts_at_all(user):
         return VIEWER_REFUSAL
     what = PERMISSIONS.get(codename, "do every console action").removeprefix("Can ")

@@ -92,10 +92,13 @@ def test_an_action_nobody_named_a_permission_for_needs_every_permission(operator
     assert not may(_fresh(viewer), "a-move-added-later", "mail")
 
 
-def test_an_operator_held_to_some_queues_stays_held_to_them(operator: User) -> None:
+def test_an_operator_held_to_some_queues_stays_held_to_them_but_for_what_a_grant_adds(operator: User) -> None:
     QueueGrant.objects.create(user=operator, pattern="billing-*")
+    ActionGrant.objects.create(user=operator, permission="retry_jobs", pattern="mail")
+    operator = _fresh(operator)
 
     assert may(operator, "delete", "billing-eu") and not may(operator, "delete", "mail")
+    assert may(operator, "retry", "mail") and not may(operator, "retry", "reports")
 
 
 def test_an_account_without_a_role_may_do_nothing_even_with_a_grant(db: None) -> None:

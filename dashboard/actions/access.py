@@ -22,6 +22,7 @@ from .models import ActionGrant, QueueGrant
 VIEWER_REFUSAL = "You are signed in as a viewer: viewers see everything and change nothing. Ask an admin for the operators role."
 # Where a user's action grants are kept for the rest of the request (a page asks for each button).
 _GRANTS_CACHE = "_emq_action_grants"
+_RESTRICTION_CACHE = "_emq_queue_restriction"
 
 
 def may(user: Any, action: str, queue: str | None = None) -> bool:
@@ -82,9 +83,18 @@ def acting_refusal(user: Any) -> str | None:
     return None if acts_at_all(user) else VIEWER_REFUSAL
 
 
+def _queue_restriction(user: Any) -> list[str]:
+    """The patterns of ``user``'s queue grants (none: every queue), read once per user object."""
+    cached: list[str] | None = getattr(user, _RESTRICTION_CACHE, None)
+    if cached is None:
+        cached = list(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
+        setattr(user, _RESTRICTION_CACHE, cached)
+    return cached
+
+
 def grant_refusal(user: Any, queue: str) -> str | None:
     """Why ``user``'s queue grants leave ``queue`` out, or None (no grants: every queue)."""
-    patterns = list(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
+    patterns = _queue_restriction(user)
     if patterns and not any(fnmatchcase(queue, pattern) for pattern in patterns):
         return f"You may act on the queues {', '.join(sorted(patterns))} only, not on {queue}."
     return None

@@ -22,6 +22,7 @@ from dashboard.permissions import ACTION_PERMISSIONS, NEEDS, PERMISSIONS, permis
 from dashboard.roles import OPERATORS, VIEWERS
 from queues import EchoMQ
 from queues.operator_moves import OPERATOR_MOVES
+from queues.schedules import Definition, add_schedule
 from tests.support.jobs import failed_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -209,3 +210,13 @@ def test_a_user_who_may_manage_tokens_lists_and_revokes_everyone_s_and_the_log_s
     entry = AuditEntry.objects.get(action="token_revoke")
     assert (entry.username, entry.parameters) == ("otto", {"owner": "vera", "name": "grafana"})
     assert 'id="others-tokens"' not in viewer_client.get("/tokens/").content.decode()
+
+
+def test_a_schedule_row_offers_its_alert_to_whoever_may_make_alerts_and_its_buttons_to_whoever_may_change_it(
+        viewer: User, viewer_client: Client, console_mq: EchoMQ) -> None:
+    add_schedule(console_mq, "mail", "nightly", Definition.of(every_ms=60_000, payload="x"))
+    ActionGrant.objects.create(user=viewer, permission="manage_alerts", pattern="mail")
+
+    page = viewer_client.get("/schedules/").content.decode()
+
+    assert "Alert if a tick is missed" in page and "Run now" not in page

@@ -36,11 +36,13 @@ from dashboard.actions.confirmations import (
     Proposal,
     confirmation_issue,
     confirmation_redeem,
+    typed_name_wanted,
 )
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.alerts.api import rules_router as alert_rules_router, silences_router as alert_silences_router
 from dashboard.bearer import NOT_BEARER, request_bearer
+from dashboard.deployments import current, deployment_refusal
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
@@ -65,6 +67,8 @@ from .errors import api_error_text, api_server_error
 from .present import audit_entry, audit_summary, job_out, page_out, queue_out
 
 log = logging.getLogger(__name__)
+# On a production deployment, the confirmation is sent back with the queue's name typed in this header.
+TYPED_NAME_HEADER: Final = "X-EMQ-Typed-Name"
 
 LIST_LIMIT_MAX: Final = 500
 QUEUE: Final = Query(..., pattern=s.QUEUE_PATTERN, max_length=128, description="The queue's name")
@@ -112,6 +116,9 @@ def _callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
             return response
         if not can_view(user):
             return JsonResponse({"error": f"{user} may not view the console (needs {VIEW_PERMISSION})"}, status=403)
+        refused = deployment_refusal(user, current(), acting=False)
+        if refused is not None:
+            return JsonResponse({"error": refused}, status=403)
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -228,6 +235,9 @@ def _viewer(request: HttpRequest) -> Any:
     user = request.auth  # type: ignore[attr-defined]
     if not can_view(user):
         raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    refused = deployment_refusal(user, current(), acting=False)
+    if refused is not None:
+        raise PermissionDenied(refused)
     return user
 
 
@@ -451,7 +461,7 @@ def _ask(user: Any, asked: Preview, proposal: Proposal) -> _Answer:
                                                            as_of_ms=asked.as_of_ms)
     return _Answer(428, {"text": f"{asked.lead} {proposal.queue}{asked.tail}", "warning": asked.warning,
                          "count": asked.count, "confirmation": issued, "expires_in_s": MAX_AGE_S,
-                         "nothing": asked.nothing})
+                         "nothing": asked.nothing, "type_to_confirm": typed_name_wanted(proposal)})
 
 
 def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, proposal: Proposal,
@@ -464,7 +474,7 @@ def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, propos
     if not token:
         raise _ask(user, preview(), proposal)
     try:
-        return confirmation_redeem(user=user, token=token, proposal=proposal)
+        return confirmation_redeem(user=user, token=token, proposal=proposal, typed=request.headers.get(TYPED_NAME_HEADER, ""))
     except ConfirmationRefused as refusal:
         actions.record_refused(user=user, data=_Form(data), result=f"refused: {refusal}")
         raise _Answer(409, {"error": f"refused: {refusal}"}) from None

@@ -268,6 +268,8 @@ class ConfirmationOut(Schema):
                                                  "None when there is nothing to do (see nothing)")
     expires_in_s: int
     nothing: str = Field(description="Why there is nothing to confirm ('' when there is)")
+    type_to_confirm: str = Field("", description="On a production deployment: send this (the queue's name) back "
+                                                 "in the X-EMQ-Typed-Name header with the confirmation")
 
 
 class QueueActionIn(Schema):

@@ -112,6 +112,7 @@ VIEWS: dict[str, Entry] = {
     "tokens/": page("/tokens/"),
     "tokens/revoke/": action("/tokens/revoke/", {"id": "0"}, post=(302, 302, 302, 302, 302, 403)),
     "find/": page("/find/", "id=a&q={q}", get=(302, 302, 302, 302, 302, 403)),
+    "deployments/": page("/deployments/", "id=a"),
     "actions/job/": action("/actions/job/", {"q": "{q}", "id": "a", "move": "retry", "state": "failed",
                                              "attempts": "1"}),
     "actions/queue/": action("/actions/queue/", {"q": "{q}", "action": "retry_all"}),

@@ -345,3 +345,20 @@ def test_without_the_setting_the_one_deployment_is_emq_redis_url() -> None:
     [only] = parse_deployments("", "redis://h:1/0")
 
     assert (only.name, only.url, only.production) == ("default", "redis://h:1/0", False)
+
+
+def test_through_the_api_production_wants_the_queue_name_in_a_header(deployments: Deployments, sara: Client) -> None:
+    failed_job(deployments.production, "mail", "p1")
+    body = {"queue": "mail", "id": "p1", "move": "delete", "expect_state": "failed", "expect_attempts": 1}
+    headers = {"X-EMQ-Deployment": "production"}
+    asked = sara.post("/api/job/actions", body, content_type="application/json", headers=headers)
+    confirmed = {**body, "confirmation": asked.json()["confirmation"]}
+
+    without = sara.post("/api/job/actions", confirmed, content_type="application/json", headers=headers)
+    typed = sara.post("/api/job/actions", confirmed, content_type="application/json",
+                      headers={**headers, "X-EMQ-Typed-Name": "mail"})
+
+    assert asked.status_code == 428 and asked.json()["type_to_confirm"] == "mail"
+    assert without.status_code == 409 and "type mail to confirm" in without.json()["error"]
+    assert typed.status_code == 200
+    assert not deployments.production.job("mail", "p1").exists

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -130,9 +130,14 @@ def current() -> Deployment:
     return chosen if chosen is not None and chosen in known else known[0]
 
 
-def use(deployment: Deployment) -> None:
-    """Makes ``deployment`` the current one for the rest of this request, socket or task."""
-    _current.set(deployment)
+def use(deployment: Deployment) -> Token[Deployment | None]:
+    """Makes ``deployment`` the current one for the rest of this request, socket or task (or until the token
+    is given back to :func:`forget`)."""
+    return _current.set(deployment)
+
+
+def forget(token: Token[Deployment | None]) -> None:
+    _current.reset(token)
 
 
 def chosen_name(*, header: str, query: str, session: Any) -> str:

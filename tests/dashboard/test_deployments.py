@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,8 +20,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from dashboard.census import census_reset
-from dashboard.deployments import parse_deployments
+from dashboard.census import census_pass, census_reset
+from dashboard.deployments import deployment_named, forget, parse_deployments, use
 from dashboard.fan_out import forget_fan_out_clients
 from dashboard.roles import OPERATORS, VIEWERS, user_create
 from dashboard.services import forget_clients
@@ -189,6 +190,25 @@ def test_each_request_reads_the_deployment_it_names_and_the_session_keeps_the_ch
     assert otto.get("/find/?id=only-on-staging").status_code == 404  # and now production
     # A tab still showing staging sends its own deployment with each htmx request.
     assert otto.get("/find/?id=only-on-staging", headers={"X-EMQ-Deployment": "staging"}).status_code == 302
+
+
+def test_each_deployments_overview_and_its_census_hold_its_own_queues_only(
+        deployments: Deployments, otto: Client) -> None:
+    deployments.staging.enqueue("only-staging", "x")
+    deployments.production.enqueue("only-production", "x")
+
+    staging_page = otto.get("/?d=staging")
+    production_page = otto.get("/?d=production")
+
+    assert [row.name for row in staging_page.context["rows"]] == ["only-staging"]
+    assert [row.name for row in production_page.context["rows"]] == ["only-production"]
+    token = use(deployment_named("production"))
+    census = census_pass().census
+    forget(token)
+    deadline = time.monotonic() + 30  # a bound for the background pass, not a speed
+    while not (census.pass_done and census.names) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert census.names == ["only-production"]  # its thread read production, not the first deployment
 
 
 def test_an_unknown_deployment_is_a_400_that_names_the_known_ones(deployments: Deployments, otto: Client) -> None:

@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from dashboard.actions.models import AuditEntry
 from dashboard.census import census_pass, census_reset
 from dashboard.deployments import deployment_named, forget, parse_deployments, use
 from dashboard.fan_out import forget_fan_out_clients
@@ -382,3 +383,16 @@ def test_through_the_api_production_wants_the_queue_name_in_a_header(deployments
     assert without.status_code == 409 and "type mail to confirm" in without.json()["error"]
     assert typed.status_code == 200
     assert not deployments.production.job("mail", "p1").exists
+
+
+def test_the_audit_log_says_which_deployment_each_action_was_on(deployments: Deployments, sara: Client) -> None:
+    failed_job(deployments.staging, "mail", "s1")
+    failed_job(deployments.production, "mail", "p1")
+
+    _retry(sara, deployments.staging, "staging", "s1")
+    _retry(sara, deployments.production, "production", "p1")
+
+    assert list(AuditEntry.objects.order_by("id").values_list("deployment", "jobs__0__id")) == [
+        ("staging", "s1"), ("production", "p1")]
+    page = sara.get("/audit/").content.decode()
+    assert '<span class="audit-deployment">production</span> mail' in page

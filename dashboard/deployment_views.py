@@ -18,7 +18,7 @@ from queues import InvalidInput
 from queues.keys import parse_job_id_token
 
 from .deployments import visible_to
-from .fan_out import FIND_QUEUES, TOTAL_STATES, TOTALS_QUEUES, deployment_totals, fan_out, job_finder
+from .fan_out import FIND_QUEUES, TOTAL_STATES, TOTALS_QUEUES, every_deployment
 from .http import HtmxHttpRequest
 from .roles import can_view
 from .viewing import no_role_answer
@@ -39,19 +39,10 @@ def deployments_page(request: HtmxHttpRequest) -> HttpResponse:
     token = request.GET.get("id", "").strip()
     context: dict[str, Any] = {"states": TOTAL_STATES, "totals_queues": TOTALS_QUEUES, "find_queues": FIND_QUEUES,
                                "budget_s": budget_s, "job_id": token, "now_ms": 0}
-    finder = None
-    if token:
-        try:
-            finder = job_finder(parse_job_id_token(token))
-        except InvalidInput as error:
-            context["message"] = str(error)
-    totals = fan_out(shown, deployment_totals, budget_s=budget_s)
-    context["totals"] = totals
-    if finder is not None:
-        found = fan_out(shown, finder, budget_s=budget_s)
-        context.update(found=found, found_any=any(answer.value for answer in found))
-    missing = [answer.error for answer in totals if not answer.answered]
-    if finder is not None:
-        missing += [answer.error for answer in context["found"] if not answer.answered and answer.error not in missing]
-    context["missing"] = missing
+    try:
+        every = every_deployment(shown, job_id=parse_job_id_token(token), budget_s=budget_s)
+    except InvalidInput as error:
+        every = every_deployment(shown, job_id="", budget_s=budget_s)
+        context["message"] = str(error)
+    context.update(totals=every.totals, found=every.found, missing=every.missing)
     return render(request, "dashboard/deployments.html", context, status=400 if context.get("message") else 200)

@@ -125,3 +125,24 @@ def job_finder(job_id: str) -> Callable[[EchoMQ], list[str]]:
         return mq.find_job(job_id, mq.known_queues().names[:FIND_QUEUES])
 
     return find
+
+
+@dataclass(frozen=True)
+class EveryDeployment:
+    """What the page (and the API) over every deployment shows: each one's totals, where a job id is, and
+    the sentences naming the deployments that did not answer."""
+
+    totals: list[Answer[Totals]]
+    found: list[Answer[list[str]]] | None
+    missing: list[str]
+
+
+def every_deployment(deployments: Sequence[Deployment], *, job_id: str, budget_s: float) -> EveryDeployment:
+    """Asks ``deployments`` for their totals (and, with ``job_id``, where it is) at once; raises InvalidInput for
+    a job id that is not one."""
+    finder = job_finder(job_id) if job_id else None
+    totals = fan_out(deployments, deployment_totals, budget_s=budget_s)
+    found = fan_out(deployments, finder, budget_s=budget_s) if finder is not None else None
+    missing = [answer.error for answer in totals if not answer.answered]
+    missing += [answer.error for answer in found or [] if not answer.answered and answer.error not in missing]
+    return EveryDeployment(totals, found, missing)

@@ -267,6 +267,27 @@ def test_with_staging_down_the_page_shows_production_and_names_staging(deploymen
     assert not found["staging"].answered and "not looked through" in page
 
 
+def test_the_api_over_every_deployment_names_the_one_that_did_not_answer(deployments: Deployments,
+                                                                         sara: Client) -> None:
+    deployments.production.enqueue("mail", "x", job_id="same")
+    deployments.staging_server.stop()
+
+    answer = sara.get("/api/deployments?id=same").json()
+
+    by_name = {d["name"]: d for d in answer["deployments"]}
+    assert by_name["production"]["answered"] and by_name["production"]["found"] == ["mail"]
+    assert by_name["production"]["counts"]["pending"] == 1
+    assert not by_name["staging"]["answered"] and by_name["staging"]["counts"] is None
+    assert [reason.split(":")[0] for reason in answer["missing"]] == ["staging did not answer"]
+
+
+def test_a_viewer_s_api_over_every_deployment_leaves_out_the_one_it_may_not_see(deployments: Deployments,
+                                                                                vera: Client) -> None:
+    answer = vera.get("/api/deployments").json()
+
+    assert [d["name"] for d in answer["deployments"]] == ["staging"]
+
+
 def test_a_stalled_deployment_is_named_once_its_budget_is_spent(deployments: Deployments, sara: Client,
                                                                settings: SettingsWrapper) -> None:
     settings.EMQ_DEPLOYMENT_BUDGET_S = 0.5

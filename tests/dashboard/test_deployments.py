@@ -8,6 +8,7 @@ runs only with the queue's name typed.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -221,11 +222,16 @@ def test_an_unknown_deployment_is_a_400_that_names_the_known_ones(deployments: D
 
 def test_every_page_shows_the_badge_and_links_to_the_same_page_on_each_deployment(
         deployments: Deployments, otto: Client, vera: Client) -> None:
+    failed_job(deployments.production, "mail", "p1")
+
     page = otto.get("/queue/?q=mail&d=production").content.decode()
 
     assert 'class="deployment-badge deployment-colour-1 deployment-production"' in page
     assert 'href="/queue/?q=mail&amp;d=staging"' in page
     assert '"X-EMQ-Deployment": "production"' in page
+    assert re.search(r'ws-connect="/ws/queue/\?[^"]*&amp;d=production"', page)
+    assert re.search(r'ws-connect="/ws/job/\?q=mail&amp;id=p1&amp;d=production"',
+                     otto.get("/job/?q=mail&id=p1&d=production").content.decode())
     assert "/queue/?q=mail&amp;d=production" not in vera.get("/queue/?q=mail&d=staging").content.decode()
 
 

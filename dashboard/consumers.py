@@ -35,7 +35,7 @@ from .deployments import (
     current,
     deployment_allows,
     deployment_named,
-    deployments,
+    first_visible,
     use,
 )
 from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
@@ -76,11 +76,12 @@ async def choose_deployment(consumer: AsyncWebsocketConsumer, query: dict[str, s
     stored = await database_sync_to_async(lambda: session.get(SESSION_KEY, "") if session is not None else "")()
     asked = query.get(QUERY, "")
     try:
-        use(deployment_named(asked or stored) if asked or stored else deployments()[0])
+        use(deployment_named(asked or stored))
     except UnknownDeployment:
         if asked:
             return False
-        use(deployments()[0])  # a session's choice of a deployment since removed from the setting
+        # None chosen, or a session's choice of a deployment since removed from the setting.
+        use(await database_sync_to_async(first_visible)(consumer.scope.get("user")))
     return True
 
 

@@ -178,3 +178,9 @@ def deployment_refusal(user: Any, deployment: Deployment, acting: bool) -> str |
 
 def visible_to(user: Any) -> list[Deployment]:
     return [deployment for deployment in deployments() if deployment_allows(user, deployment, acting=False)]
+
+
+def first_visible(user: Any) -> Deployment:
+    """The deployment a request or socket that names none shows: the first ``user`` may see, else the first."""
+    shown = visible_to(user) if user is not None and many() else []
+    return shown[0] if shown else deployments()[0]

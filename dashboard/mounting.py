@@ -17,24 +17,14 @@ from .deployments import (
     HEADER,
     QUERY,
     SESSION_KEY,
-    Deployment,
     UnknownDeployment,
     chosen_name,
     deployment_named,
-    deployments,
-    many,
+    first_visible,
     use,
-    visible_to,
 )
 
 View = Callable[..., Any]
-
-
-def _first_shown(request: HttpRequest) -> Deployment:
-    """The first deployment the request's user may see (the first of all for anyone else)."""
-    user = getattr(request, "user", None)
-    shown = visible_to(user) if user is not None and many() else []
-    return shown[0] if shown else deployments()[0]
 
 
 def deployment_chosen(request: HttpRequest) -> HttpResponse | None:
@@ -44,14 +34,14 @@ def deployment_chosen(request: HttpRequest) -> HttpResponse | None:
     header, query = request.headers.get(HEADER, ""), request.GET.get(QUERY, "")
     name = chosen_name(header=header, query=query, session=session)
     if not name:
-        use(_first_shown(request))
+        use(first_visible(getattr(request, "user", None)))
         return None
     try:
         deployment = deployment_named(name)
     except UnknownDeployment as error:
         if session is not None and not header and not query:
             session.pop(SESSION_KEY, None)
-            use(_first_shown(request))
+            use(first_visible(getattr(request, "user", None)))
             return None
         if "/api/" in request.path:
             return JsonResponse({"error": str(error)}, status=400)

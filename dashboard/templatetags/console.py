@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
-from dashboard.deployments import QUERY, current, many, visible_to
+from dashboard.deployments import QUERY, current, deployment_allows, many, visible_to
 from dashboard.monitoring.eviction import eviction_banner as monitoring_eviction_banner
+from dashboard.roles import can_act
 from queues.keys import job_id_token, parse_job_id_token
 from queues.operator_moves import JOB_MOVES
 from queues.visible import INVISIBLE, escape_char, has_invisible, visible as visible_text
@@ -138,6 +139,14 @@ def deployment_param(lead: str = "&") -> str:
     """``&d=staging``, the deployment a page shows, for the query of its sockets (which carry no htmx header);
     nothing while the console has one deployment."""
     return f"{lead}{QUERY}={current().name}" if many() else ""
+
+
+@register.simple_tag(takes_context=True)
+def acting_here(context: template.Context) -> bool:
+    """Whether the page's user may act on the deployment it shows: the role and the deployment's grant (the
+    server checks both again on every action; this only hides the buttons)."""
+    user = context.get("user")
+    return bool(user is not None and can_act(user) and deployment_allows(user, current(), acting=True))
 
 
 @register.simple_tag

@@ -162,6 +162,14 @@ def test_an_operator_acts_on_staging_and_only_looks_at_production(deployments: D
     assert deployments.production.job("mail", "p1").state == "failed"
 
 
+def test_an_operator_sees_no_action_buttons_where_they_may_only_look(deployments: Deployments, otto: Client) -> None:
+    on_staging = otto.get("/?d=staging").content.decode()
+    on_production = otto.get("/?d=production").content.decode()
+
+    assert '<body class="can-act"' in on_staging and "(looks only here)" not in on_staging
+    assert '<body class="view-only"' in on_production and "otto · operator (looks only here)" in on_production
+
+
 def test_an_operator_granted_production_acts_on_it(deployments: Deployments, sara: Client) -> None:
     failed_job(deployments.production, "mail", "p1")
 

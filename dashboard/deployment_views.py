@@ -44,5 +44,5 @@ def deployments_page(request: HtmxHttpRequest) -> HttpResponse:
     except InvalidInput as error:
         every = every_deployment(shown, job_id="", budget_s=budget_s)
         context["message"] = str(error)
-    context.update(totals=every.totals, found=every.found, missing=every.missing)
+    context.update(totals=every.totals, found=every.found, missing=every.missing, partial=every.partial)
     return render(request, "dashboard/deployments.html", context, status=400 if context.get("message") else 200)

@@ -135,6 +135,8 @@ class EveryDeployment:
     totals: list[Answer[Totals]]
     found: list[Answer[list[str]]] | None
     missing: list[str]
+    # Deployments that answered with only some of their figures (a master down, the queue list unreadable).
+    partial: list[str]
 
 
 def every_deployment(deployments: Sequence[Deployment], *, job_id: str, budget_s: float) -> EveryDeployment:
@@ -145,4 +147,11 @@ def every_deployment(deployments: Sequence[Deployment], *, job_id: str, budget_s
     found = fan_out(deployments, finder, budget_s=budget_s) if finder is not None else None
     missing = [answer.error for answer in totals if not answer.answered]
     missing += [answer.error for answer in found or [] if not answer.answered and answer.error not in missing]
-    return EveryDeployment(totals, found, missing)
+    partial = [_partly(answer.deployment.name, answer.value) for answer in totals
+               if answer.value is not None and (answer.value.unread or answer.value.stale)]
+    return EveryDeployment(totals, found, missing, partial)
+
+
+def _partly(name: str, totals: Totals) -> str:
+    parts = [f"{totals.unread} of its {totals.counted} queues counted could not be read"] if totals.unread else []
+    return f"{name} answered in part: {'; '.join(parts + ([totals.stale] if totals.stale else []))}"[:400]

@@ -278,7 +278,7 @@ def deployments_list(request: HttpRequest, id: str = Query("", max_length=256)) 
                     "elapsed_ms": answer.elapsed_ms, "queues": t.queues if t else None,
                     "counted": t.counted if t else None, "counts": t.counts if t else None,
                     "unread": t.unread if t else None, "found": found.get(d.name)})
-    return {"deployments": out, "missing": every.missing}
+    return {"deployments": out, "missing": every.missing, "partial": every.partial}
 
 
 @api.get("/queues", response={200: s.QueueListOut, **ERRORS}, summary="Queues with their counts")

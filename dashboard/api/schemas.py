@@ -148,6 +148,8 @@ class DeploymentOut(Schema):
 class DeploymentsOut(Schema):
     deployments: list[DeploymentOut] = Field(description="Every deployment the caller may see, each asked at once")
     missing: list[str] = Field(description="One sentence per deployment that did not answer")
+    partial: list[str] = Field(description="One sentence per deployment that answered with only some of its "
+                                           "figures (a master down, its queue list unreadable), saying which")
 
 
 class JobRowOut(Schema):

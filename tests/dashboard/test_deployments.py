@@ -19,6 +19,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
+from django.utils.html import escape
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.actions.models import AuditEntry
@@ -279,6 +280,32 @@ def test_with_staging_down_the_page_shows_production_and_names_staging(deploymen
     assert found["production"].value == ["mail"]
     assert 'href="/job/?q=mail&amp;id=same&amp;d=production"' in page
     assert not found["staging"].answered and "not looked through" in page
+
+
+def test_with_the_production_cluster_down_the_page_shows_staging_and_names_production(
+        deployments: Deployments, sara: Client, settings: SettingsWrapper) -> None:
+    cluster = RedisClusterNodes(masters=3).start()
+    try:
+        settings.EMQ_DEPLOYMENTS = json.dumps({"staging": {"url": deployments.staging_server.url},
+                                               "production": {"url": cluster.url, "production": True}})
+        EchoMQ(connect(cluster.url), actor="test").enqueue("mail", "x", job_id="same")
+        deployments.staging.enqueue("mail", "x", job_id="same")
+        assert sara.get("/deployments/?id=same").context["missing"] == []  # production's client is connected
+        for node in cluster.servers:
+            node.stop()
+
+        answer = sara.get("/deployments/?id=same")
+    finally:
+        cluster.cleanup()
+
+    totals = {a.deployment.name: a for a in answer.context["totals"]}
+    staging = totals["staging"].value
+    assert staging is not None and staging.counts["pending"] == 1
+    assert {a.deployment.name: a.value for a in answer.context["found"]}["staging"] == ["mail"]
+    # Its client may still list the queues it read last: then it answers in part, and says so as loudly.
+    named = answer.context["missing"] + answer.context["partial"]
+    assert named and all(reason.startswith("production ") for reason in named)
+    assert all(str(escape(reason)) in answer.content.decode() for reason in named)
 
 
 def test_the_api_over_every_deployment_names_the_one_that_did_not_answer(deployments: Deployments,

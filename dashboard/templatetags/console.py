@@ -150,6 +150,12 @@ def acting_here(context: template.Context) -> bool:
 
 
 @register.simple_tag
+def many_deployments() -> bool:
+    """Whether the console has several deployments (a page may then offer to look in every one)."""
+    return many()
+
+
+@register.simple_tag
 def deployment_name() -> str:
     """The name of the deployment a page shows, which its htmx requests send back (``X-EMQ-Deployment``)."""
     return current().name

@@ -222,6 +222,14 @@ def test_each_deployments_overview_and_its_census_hold_its_own_queues_only(
     assert census.names == ["only-production"]  # its thread read production, not the first deployment
 
 
+def test_an_id_not_found_on_one_deployment_offers_to_look_in_every_one(deployments: Deployments,
+                                                                      otto: Client) -> None:
+    answer = otto.get("/find/?id=nowhere&d=staging")
+
+    assert answer.status_code == 404
+    assert '<a href="/deployments/?id=nowhere">Look in every deployment</a>' in answer.content.decode()
+
+
 def test_an_unknown_deployment_is_a_400_that_names_the_known_ones(deployments: Deployments, otto: Client) -> None:
     answer = otto.get("/?d=qa")
 

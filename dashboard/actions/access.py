@@ -8,6 +8,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
+from dashboard.deployments import current, deployment_refusal
 from dashboard.roles import can_act, can_view
 from dashboard.viewing import NO_ROLE_REFUSAL
 
@@ -22,6 +23,9 @@ def refusal(user: Any, queue: str | None = None) -> str | None:
         return NO_ROLE_REFUSAL
     if not can_act(user):
         return VIEWER_REFUSAL
+    refused = deployment_refusal(user, current(), acting=True)
+    if refused is not None:
+        return refused
     if queue is None:
         return None
     return grant_refusal(user, queue)
@@ -43,6 +47,9 @@ def see_refusal(user: Any, queue: str) -> str | None:
     """
     if not user.is_authenticated or not can_view(user):
         return NO_ROLE_REFUSAL
+    refused = deployment_refusal(user, current(), acting=False)
+    if refused is not None:
+        return refused
     patterns = sorted(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
     if not patterns:
         return None

@@ -20,3 +20,9 @@ class ConsoleConfig(AppConfig):
 
         # Before any model or view module is imported, so that none reads a setting the host left out.
         settings_defaults()
+
+    def ready(self) -> None:
+        from .deployments import deployments
+
+        # A host project's EMQ_DEPLOYMENTS is checked at start too: a mistake is said then, not on a first page.
+        deployments()

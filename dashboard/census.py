@@ -10,6 +10,7 @@ overview says so. The thread sleeps when no overview was looked at for
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -55,7 +56,9 @@ class CensusPass:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
-                self._thread = threading.Thread(target=self._run, name="emq-census", daemon=True)
+                # In the context of the page that wants it: the census reads that page's deployment.
+                self._thread = threading.Thread(target=contextvars.copy_context().run, args=(self._run,),
+                                                name="emq-census", daemon=True)
                 self._thread.start()
         self._wake.set()
 
@@ -114,7 +117,8 @@ _passes_lock = threading.Lock()
 
 
 def census_pass() -> CensusPass:
-    """This process's census of ``EMQ_REDIS_URL`` (its thread starts on the first :meth:`CensusPass.wanted`)."""
+    """This process's census of the current deployment's Redis (its thread starts on the first
+    :meth:`CensusPass.wanted`)."""
     url = redis_url()
     with _passes_lock:
         found = _passes.get(url)

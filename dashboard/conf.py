@@ -12,6 +12,8 @@ from django.conf import settings
 
 DEFAULTS: Final[dict[str, Any]] = {
     "EMQ_REDIS_URL": "redis://127.0.0.1:6379/0",
+    "EMQ_DEPLOYMENTS": "",
+    "EMQ_DEPLOYMENT_BUDGET_S": 1.0,
     "EMQ_MAX_BODY_BYTES": 1024 * 1024,
     "EMQ_BODY_TIMEOUT_S": 10.0,
     "EMQ_REQUEST_DEADLINE_S": 30.0,

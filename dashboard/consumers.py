@@ -28,6 +28,16 @@ from queues.keys import parse_job_id_token
 
 from . import presenters
 from .census import census_pass
+from .deployments import (
+    QUERY,
+    SESSION_KEY,
+    UnknownDeployment,
+    current,
+    deployment_allows,
+    deployment_named,
+    first_visible,
+    use,
+)
 from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
 from .roles import can_view
 from .services import redis_url
@@ -47,13 +57,32 @@ NOT_FOUND: Final = 4404
 
 
 async def refusal_code(user: Any) -> int | None:
-    """4401 for nobody signed in, 4403 for an account that may not view the console, else None."""
+    """4401 for nobody signed in, 4403 for an account that may not view the console or the socket's deployment,
+    else None."""
     if user is None or not user.is_authenticated:
         return NOT_LOGGED_IN
     # has_perm reads the groups from the database: not on the event loop.
     if not await database_sync_to_async(can_view)(user):
         return NO_ROLE
+    if not await database_sync_to_async(deployment_allows)(user, current(), False):
+        return NO_ROLE
     return None
+
+
+async def choose_deployment(consumer: AsyncWebsocketConsumer, query: dict[str, str]) -> bool:
+    """Makes the deployment the socket's ``?d=`` (else its session) names the current one for the socket's
+    life; False when it names none the console has."""
+    session = consumer.scope.get("session")
+    stored = await database_sync_to_async(lambda: session.get(SESSION_KEY, "") if session is not None else "")()
+    asked = query.get(QUERY, "")
+    try:
+        use(deployment_named(asked or stored))
+    except UnknownDeployment:
+        if asked:
+            return False
+        # None chosen, or a session's choice of a deployment since removed from the setting.
+        use(await database_sync_to_async(first_visible)(consumer.scope.get("user")))
+    return True
 
 
 async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] | None:
@@ -61,11 +90,15 @@ async def accept_signed_in(consumer: AsyncWebsocketConsumer) -> dict[str, str] |
     # Accept first, then close with a code: a refused handshake reaches the
     # browser as 1006, which the ws extension would retry for ever.
     await consumer.accept()
+    query = dict(parse_qsl(consumer.scope.get("query_string", b"").decode()))
+    if not await choose_deployment(consumer, query):
+        await consumer.close(code=BAD_REQUEST)
+        return None
     code = await refusal_code(consumer.scope.get("user"))
     if code is not None:
         await consumer.close(code=code)
         return None
-    return dict(parse_qsl(consumer.scope.get("query_string", b"").decode()))
+    return query
 
 
 async def current_user(consumer: AsyncWebsocketConsumer) -> Any:

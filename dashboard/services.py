@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.conf import settings
-
 from queues import EchoMQ
 from queues.follower import Follower
+
+from .deployments import current
 
 T = TypeVar("T")
 
@@ -26,7 +26,8 @@ _lock = threading.Lock()
 
 
 def redis_url() -> str:
-    return str(settings.EMQ_REDIS_URL)
+    """The Redis of the deployment the request or socket shows (``dashboard.deployments``)."""
+    return current().url
 
 
 def emq() -> EchoMQ:

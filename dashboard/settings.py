@@ -109,6 +109,16 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 DATA_UPLOAD_MAX_MEMORY_SIZE = EMQ_MAX_BODY_BYTES
 
 EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Several Redis deployments in one console (README, "Many deployments"): a JSON object, checked here so that a
+# mistake stops the start with what is wrong; empty, the one deployment EMQ_REDIS_URL names. The console's own
+# background work (sweeper, scheduler, alert rounds) runs on EMQ_REDIS_URL, by default the first deployment's.
+EMQ_DEPLOYMENTS = os.environ.get("EMQ_DEPLOYMENTS", "").strip()
+if EMQ_DEPLOYMENTS:
+    from dashboard.deployments import parse_deployments
+
+    EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL") or parse_deployments(EMQ_DEPLOYMENTS, EMQ_REDIS_URL)[0].url
+# How long the page over every deployment waits for each one's answer (they are asked at once).
+EMQ_DEPLOYMENT_BUDGET_S = _number("EMQ_DEPLOYMENT_BUDGET_S", 1.0, minimum=0.05)
 # Entries of a state one step of a console search looks at, at most (each step is also held to ~2 ms).
 EMQ_SEARCH_STEP_ENTRIES = int(os.environ.get("EMQ_SEARCH_STEP_ENTRIES", "2000"))
 # A person runs at most EMQ_SEARCH_PER_USER searches at once, a console process EMQ_SEARCH_PER_PROCESS (a search

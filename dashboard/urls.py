@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path
 
-from . import payload_views, views
+from . import deployment_views, payload_views, views
 from .api.api import api
 from .mounting import console_requests
 from .orders import token_views
@@ -23,6 +23,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("job/version/", payload_views.job_version, name="job_version"),
     path("schema/", payload_views.schema_page, name="schema"),
     path("find/", views.find, name="find"),
+    # Every deployment's totals, and a job id looked for in all of them (EMQ_DEPLOYMENTS).
+    path("deployments/", deployment_views.deployments_page, name="deployments"),
     # A user's own API tokens: listed (never the secret) and revocable.
     path("tokens/", token_views.tokens_page, name="tokens"),
     path("tokens/revoke/", token_views.token_revoke, name="token_revoke"),

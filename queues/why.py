@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -164,7 +165,7 @@ def _lock_keys(client: Any, queue: str | None) -> list[str]:
     return [shard.lock_key for shard in shards_of(client)]
 
 
-def lock_replies(client: Any, queue: str | None) -> Any:
+def lock_replies(client: Any, queue: str | None) -> list[Any] | Awaitable[list[Any]]:
     """GET and PTTL of the sweeper's lock (``queue``'s shard's, or every shard's), pipelined on ``client``: what
     :func:`first_held` reads (the asyncio client's ``execute`` is awaited)."""
     pipe = client.pipeline(transaction=False)

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from dashboard.deployments import current, deployment_refusal
 from dashboard.permissions import ACTION_PERMISSIONS, ALL_ACTIONS, PERMISSIONS, VIEW, permission_for, qualified
 from dashboard.roles import can_view, holds
 from dashboard.viewing import NO_ROLE_REFUSAL
@@ -38,6 +39,10 @@ def refusal(user: Any, action: str, queue: str | None = None) -> str | None:
     codename = permission_for(action)
     if codename == VIEW:
         return None
+    if acts_at_all(user):
+        refused = deployment_refusal(user, current(), acting=True)
+        if refused is not None:
+            return refused
     patterns = sorted(pattern for granted, pattern in action_grants(user) if granted == codename)
     if queue is not None and any(fnmatchcase(queue, pattern) for pattern in patterns):
         return None
@@ -108,6 +113,9 @@ def see_refusal(user: Any, queue: str) -> str | None:
     """
     if not user.is_authenticated or not can_view(user):
         return NO_ROLE_REFUSAL
+    refused = deployment_refusal(user, current(), acting=False)
+    if refused is not None:
+        return refused
     patterns = sorted(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True))
     if not patterns:
         return None

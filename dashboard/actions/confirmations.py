@@ -5,7 +5,9 @@ jobs, of which queue) and a token; only a second POST carrying that token runs
 it. The token is signed with the console's SECRET_KEY (it cannot be forged),
 names its user, carries a digest of the action and its parameters, and lapses
 after MAX_AGE_S; the database row it names is spent on first use, so a replay
-is refused by every console process, not only the one that issued it.
+is refused by every console process, not only the one that issued it. It also
+names the deployment it was shown for (``dashboard.deployments``): it runs on
+no other, and on a production deployment only with the queue's name typed.
 
 Any action that acts on "all matching" describes itself as a :class:`Proposal`
 and goes through :func:`confirmation_issue` and :func:`confirmation_redeem`.
@@ -23,6 +25,8 @@ from typing import Any, Final
 
 from django.core import signing
 from django.utils import timezone
+
+from dashboard.deployments import current
 
 from .models import Confirmation
 
@@ -71,12 +75,20 @@ def confirmation_issue(*, user: Any, proposal: Proposal, count: int, as_of_ms: i
     nonce = secrets.token_hex(16)
     Confirmation.objects.create(nonce=nonce, user=user, action=proposal.action, queue=proposal.queue,
                                 digest=proposal.digest, count=count)
-    return signing.dumps({"n": nonce, "u": user.pk, "d": proposal.digest, "c": count, "t": as_of_ms}, salt=SALT)
+    return signing.dumps({"n": nonce, "u": user.pk, "d": proposal.digest, "c": count, "t": as_of_ms,
+                          "x": current().name}, salt=SALT)
 
 
-def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> Confirmed:
+def typed_name_wanted(proposal: Proposal) -> str:
+    """What the operator must type to confirm ``proposal`` on the current deployment: its queue's name (the
+    deployment's, for a run over several queues) on a production deployment; "" elsewhere."""
+    shown = current()
+    return (proposal.queue or shown.name) if shown.production else ""
+
+
+def confirmation_redeem(*, user: Any, token: str, proposal: Proposal, typed: str = "") -> Confirmed:
     """Spends the token for ``proposal`` and says what it confirmed; raises ConfirmationRefused (and spends
-    nothing) when it may not run."""
+    nothing) when it may not run. ``typed``: what the operator typed, which a production deployment checks."""
     try:
         claims = signing.loads(token, salt=SALT, max_age=MAX_AGE_S)
     except signing.SignatureExpired:
@@ -90,6 +102,14 @@ def confirmation_redeem(*, user: Any, token: str, proposal: Proposal) -> Confirm
         raise ConfirmationRefused("this confirmation was issued to another user: nothing was done")
     if claims.get("d") != proposal.digest:
         raise ConfirmationRefused("this confirmation was for another action, queue or jobs: nothing was done")
+    shown = current()
+    if claims.get("x") != shown.name:
+        raise ConfirmationRefused(f"this confirmation was shown for the deployment {str(claims.get('x'))[:40]}, "
+                                  f"not {shown.name}: nothing was done")
+    wanted = typed_name_wanted(proposal)
+    if wanted and typed.strip() != wanted:
+        raise ConfirmationRefused(f"{shown.name} is a production deployment: type {wanted} to confirm; "
+                                  "nothing was done")
     count, as_of = claims.get("c"), claims.get("t")
     if not isinstance(count, int) or not (as_of is None or isinstance(as_of, int)):
         raise ConfirmationRefused("this confirmation does not say how many jobs it was for: nothing was done, "

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from dashboard.deployments import current
 from dashboard.permissions import ACTION_PERMISSIONS, PERMISSIONS
 from queues.operator_moves import OPERATOR_MOVES
 
@@ -107,6 +108,8 @@ class AuditEntry(models.Model):
     # What happened to each ticked job (selection runs): the jobs' entries plus "outcome" and "text".
     outcomes = models.JSONField(default=list, blank=True)
     cancel_requested_by = models.CharField(max_length=150, blank=True)
+    # Which Redis deployment it acted on (EMQ_DEPLOYMENTS): the one the request showed.
+    deployment = models.CharField(max_length=32, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -120,6 +123,8 @@ class AuditEntry(models.Model):
         self.result = bounded(self.result)
         self.username = self.username[:NAME_LIMIT]
         self.cancel_requested_by = self.cancel_requested_by[:NAME_LIMIT]
+        if not self.deployment:
+            self.deployment = current().name
         super().save(*args, **kwargs)
 
     @property

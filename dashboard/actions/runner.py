@@ -11,6 +11,7 @@ cancel answers that there is nothing left to cancel.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -39,7 +40,9 @@ _lock = threading.Lock()
 
 def start(entry: AuditEntry, steps: Iterator[Tally]) -> None:
     stop = threading.Event()
-    thread = threading.Thread(target=_run, args=(entry.pk, steps, stop), name=f"emq-bulk-{entry.pk}", daemon=True)
+    # In the request's context: the run reads and moves on the deployment its confirmation was shown for.
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(_run, entry.pk, steps, stop),
+                              name=f"emq-bulk-{entry.pk}", daemon=True)
     with _lock:
         _stops[entry.pk] = stop
         _threads[entry.pk] = thread

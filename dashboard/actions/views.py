@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.deployments import current
 from dashboard.http import HtmxHttpRequest
 from dashboard.permissions import performs
 from dashboard.search.budget import SLOTS, console_limits, process_pacer
@@ -46,6 +47,7 @@ from .confirmations import (
     Proposal,
     confirmation_issue,
     confirmation_redeem,
+    typed_name_wanted,
 )
 from .models import AuditEntry, audit_actions
 from .previews import Preview
@@ -131,6 +133,7 @@ def _ask(request: HtmxHttpRequest, asked: Preview, proposal: Proposal, fields: l
     """The confirmation step: what the action does now, and a token bound to that count."""
     context = {"preview": asked, "fields": fields, "target": target, "post_url": request.path,
                "back_url": _back_url(request, proposal.queue), "max_age_minutes": MAX_AGE_S // 60,
+               "typed_name": typed_name_wanted(proposal), "deployment": current(),
                "token": "" if asked.nothing else confirmation_issue(user=request.user, proposal=proposal,
                                                                    count=asked.count, as_of_ms=asked.as_of_ms)}
     return _page_or_fragment(request, "dashboard/actions/confirm.html", context)
@@ -148,7 +151,8 @@ def _confirmed(request: HtmxHttpRequest, preview: Callable[[], Preview], proposa
     if not token:
         return _ask(request, preview(), proposal, fields, target)
     try:
-        return confirmation_redeem(user=request.user, token=token, proposal=proposal)
+        return confirmation_redeem(user=request.user, token=token, proposal=proposal,
+                                   typed=request.POST.get("typed_name", ""))
     except ConfirmationRefused as refusal:
         entry = services.record_refused(user=request.user, data=request.POST, result=f"refused: {refusal}")
         return _page_or_fragment(request, "dashboard/actions/result.html",

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, Final, Literal
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Func, IntegerField
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -36,11 +37,14 @@ from dashboard.actions.confirmations import (
     Proposal,
     confirmation_issue,
     confirmation_redeem,
+    typed_name_wanted,
 )
 from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.alerts.api import rules_router as alert_rules_router, silences_router as alert_silences_router
 from dashboard.bearer import NOT_BEARER, request_bearer
+from dashboard.deployments import current, deployment_refusal, visible_to
+from dashboard.fan_out import every_deployment
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
@@ -56,7 +60,7 @@ from dashboard.services import read
 from queues import EchoMQ, InvalidInput, Refused, Unavailable, latency, reads, slo, validate_job_id, validate_queue_name, why
 from queues.deploys import deploy_marks
 from queues.failure_explain import explain_failures
-from queues.keys import validate_state
+from queues.keys import parse_job_id_token, validate_state
 from queues.operator_moves import BUTTON_MOVE_NAMES
 from queues.reads import QueueStats
 from queues.schedules import Definition, schedule_statuses
@@ -67,6 +71,8 @@ from .errors import api_error_text, api_server_error
 from .present import audit_entry, audit_summary, job_out, page_out, queue_out
 
 log = logging.getLogger(__name__)
+# On a production deployment, the confirmation is sent back with the queue's name typed in this header.
+TYPED_NAME_HEADER: Final = "X-EMQ-Typed-Name"
 
 LIST_LIMIT_MAX: Final = 500
 QUEUE: Final = Query(..., pattern=s.QUEUE_PATTERN, max_length=128, description="The queue's name")
@@ -114,6 +120,9 @@ def _callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
             return response
         if not can_view(user):
             return JsonResponse({"error": f"{user} may not view the console (needs {VIEW_PERMISSION})"}, status=403)
+        refused = deployment_refusal(user, current(), acting=False)
+        if refused is not None:
+            return JsonResponse({"error": refused}, status=403)
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -230,6 +239,9 @@ def _viewer(request: HttpRequest) -> Any:
     user = request.auth  # type: ignore[attr-defined]
     if not can_view(user):
         raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    refused = deployment_refusal(user, current(), acting=False)
+    if refused is not None:
+        raise PermissionDenied(refused)
     return user
 
 
@@ -247,6 +259,30 @@ def _operator(request: HttpRequest, data: dict[str, Any], action: str = "") -> A
 
 
 # Reads ------------------------------------------------------------------------------------------
+
+@api.get("/deployments", response={200: s.DeploymentsOut, **ERRORS},
+         summary="Every deployment's job totals (and where a job id is), each within its time budget")
+def deployments_list(request: HttpRequest, id: str = Query("", max_length=256)) -> Any:
+    """Every deployment the caller may see is asked at once, within ``EMQ_DEPLOYMENT_BUDGET_S``; one that does
+    not answer is named in ``missing`` and its entry says why, never left out."""
+    user = request.auth  # type: ignore[attr-defined]
+    if not can_view(user):
+        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    shown = visible_to(user)
+    if not shown:
+        raise PermissionDenied(f"{user} may see none of the console's deployments")
+    every = every_deployment(shown, job_id=parse_job_id_token(id.strip()),
+                             budget_s=float(settings.EMQ_DEPLOYMENT_BUDGET_S))
+    found = {answer.deployment.name: answer.value for answer in every.found or []}
+    out = []
+    for answer in every.totals:
+        d, t = answer.deployment, answer.value
+        out.append({"name": d.name, "production": d.production, "answered": answer.answered, "error": answer.error,
+                    "elapsed_ms": answer.elapsed_ms, "queues": t.queues if t else None,
+                    "counted": t.counted if t else None, "counts": t.counts if t else None,
+                    "unread": t.unread if t else None, "found": found.get(d.name)})
+    return {"deployments": out, "missing": every.missing, "partial": every.partial}
+
 
 @api.get("/queues", response={200: s.QueueListOut, **ERRORS}, summary="Queues with their counts")
 def queues_list(request: HttpRequest, after: str = "", limit: int = Query(100, ge=1, le=LIST_LIMIT_MAX)) -> Any:
@@ -456,7 +492,7 @@ def _ask(user: Any, asked: Preview, proposal: Proposal) -> _Answer:
                                                            as_of_ms=asked.as_of_ms)
     return _Answer(428, {"text": f"{asked.lead} {proposal.queue}{asked.tail}", "warning": asked.warning,
                          "count": asked.count, "confirmation": issued, "expires_in_s": MAX_AGE_S,
-                         "nothing": asked.nothing})
+                         "nothing": asked.nothing, "type_to_confirm": typed_name_wanted(proposal)})
 
 
 def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, proposal: Proposal,
@@ -469,7 +505,7 @@ def _confirmed(request: HttpRequest, user: Any, token: str, preview: Any, propos
     if not token:
         raise _ask(user, preview(), proposal)
     try:
-        return confirmation_redeem(user=user, token=token, proposal=proposal)
+        return confirmation_redeem(user=user, token=token, proposal=proposal, typed=request.headers.get(TYPED_NAME_HEADER, ""))
     except ConfirmationRefused as refusal:
         actions.record_refused(user=user, data=_Form(data), result=f"refused: {refusal}")
         raise _Answer(409, {"error": f"refused: {refusal}"}) from None

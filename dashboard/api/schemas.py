@@ -131,6 +131,27 @@ class QueueListOut(Schema):
     stale: str = Field(description="Why the list is the one read last ('' when read just now)")
 
 
+class DeploymentOut(Schema):
+    name: str
+    production: bool
+    answered: bool = Field(description="Whether it answered within EMQ_DEPLOYMENT_BUDGET_S")
+    error: str = Field(description="Why it did not answer ('' when it did): its figures are not in this answer")
+    elapsed_ms: int
+    queues: int | None = Field(description="Its registered queues (None when it did not answer)")
+    counted: int | None = Field(description="How many of them were added up (its first 500)")
+    counts: dict[str, int] | None = Field(description="Jobs by state over the queues counted")
+    unread: int | None = Field(description="Queues whose counts could not be read")
+    found: list[str] | None = Field(description="With `id`: the queues holding a job with that id (None when not "
+                                                "asked, or when this deployment did not answer)")
+
+
+class DeploymentsOut(Schema):
+    deployments: list[DeploymentOut] = Field(description="Every deployment the caller may see, each asked at once")
+    missing: list[str] = Field(description="One sentence per deployment that did not answer")
+    partial: list[str] = Field(description="One sentence per deployment that answered with only some of its "
+                                           "figures (a master down, its queue list unreadable), saying which")
+
+
 class JobRowOut(Schema):
     id: str
     score: int = Field(description="The job's score in its state's set (due time, lease deadline or finish time)")
@@ -289,6 +310,8 @@ class ConfirmationOut(Schema):
                                                  "None when there is nothing to do (see nothing)")
     expires_in_s: int
     nothing: str = Field(description="Why there is nothing to confirm ('' when there is)")
+    type_to_confirm: str = Field("", description="On a production deployment: send this (the queue's name) back "
+                                                 "in the X-EMQ-Typed-Name header with the confirmation")
 
 
 class QueueActionIn(Schema):

@@ -14,6 +14,8 @@ from django.urls import reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
+from dashboard.actions.access import acts_at_all
+from dashboard.deployments import QUERY, current, deployment_allows, many, visible_to
 from dashboard.monitoring.eviction import eviction_banner as monitoring_eviction_banner
 from dashboard.permissions import permission_for
 from queues.keys import job_id_token, parse_job_id_token
@@ -135,7 +137,61 @@ def console_socket(path: str) -> str:
     return f"{reverse('overview')}ws/{path}"
 
 
+@register.simple_tag
+def deployment_param(lead: str = "&") -> str:
+    """``&d=staging``, the deployment a page shows, for the query of its sockets (which carry no htmx header);
+    nothing while the console has one deployment."""
+    return f"{lead}{QUERY}={current().name}" if many() else ""
+
+
+@register.simple_tag(takes_context=True)
+def acting_here(context: template.Context) -> bool:
+    """Whether the page's user may act on the deployment it shows: the role and the deployment's grant (the
+    server checks both again on every action; this only hides the buttons)."""
+    user = context.get("user")
+    return bool(user is not None and acts_at_all(user) and deployment_allows(user, current(), acting=True))
+
+
+@register.simple_tag
+def many_deployments() -> bool:
+    """Whether the console has several deployments (a page may then offer to look in every one)."""
+    return many()
+
+
+@register.simple_tag
+def deployment_name() -> str:
+    """The name of the deployment a page shows, which its htmx requests send back (``X-EMQ-Deployment``)."""
+    return current().name
+
+
 @register.simple_tag(takes_context=True)
 def eviction_banner(context: template.Context) -> str:
     """The warning of the eviction banner for this page's signed-in user (dashboard.monitoring.eviction)."""
     return monitoring_eviction_banner(context.get("request"))
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentLink:
+    name: str
+    href: str
+    production: bool
+    colour: int
+    current: bool
+
+
+@register.inclusion_tag("dashboard/_deployment_switch.html", takes_context=True)
+def deployment_switch(context: template.Context) -> dict[str, object]:
+    """The badge of the deployment this page shows, and links to this same page on each other one the user may
+    see; nothing while the console has one deployment."""
+    request = context.get("request")
+    user = context.get("user")
+    if request is None or user is None or not many() or not user.is_authenticated:
+        return {"shown": None}
+    shown = current()
+    query = request.GET.copy()
+    links = []
+    for deployment in visible_to(user):
+        query[QUERY] = deployment.name
+        links.append(DeploymentLink(deployment.name, f"{request.path}?{query.urlencode()}", deployment.production,
+                                    deployment.colour, deployment == shown))
+    return {"shown": shown, "links": links, "overview": reverse("deployments")}

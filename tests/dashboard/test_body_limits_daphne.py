@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 BODY_TIMEOUT_S = 2.0
 REQUEST_DEADLINE_S = 6.0
-IDLE_TIMEOUT_S = 2.0
+# Twice the body's: a stalled body is idle too, and the two timers at one moment made the close a race.
+IDLE_TIMEOUT_S = 4.0
 
 
 @dataclass

@@ -101,6 +101,7 @@ REQUESTS: dict[str, Request] = {
     "tokens": get("/tokens/"),
     "token_revoke": post("/tokens/revoke/", {"id": "{token}"}),
     "search": get("/search/", "q={q}&state=failed&id_prefix=a"),
+    "deployments": get("/deployments/", "id=a"),
     "failures": get("/failures/", "q={q}"),
     "views": get("/views/"),
     "view_save": post("/views/save/", {"name": "v", "kind": "failures", "q": "{q}"}),
@@ -141,6 +142,7 @@ REQUESTS: dict[str, Request] = {
     "openapi-view": get("/api/docs"),
     "api-root": get("/api/", public=True),  # no such endpoint: 404 for everyone
     "queues_list": get("/api/queues"),
+    "deployments_list": get("/api/deployments", "id=a"),
     "queue_detail": get("/api/queue", "q={q}"),
     "queue_slo": get("/api/queues/{q}/slo"),
     "queue_slo_set": api_body("/api/queues/{q}/slo", {"metric": "wait", "under_ms": 30000, "target": 95}),

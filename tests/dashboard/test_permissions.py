@@ -112,6 +112,7 @@ VIEWS: dict[str, Entry] = {
     "tokens/": page("/tokens/"),
     "tokens/revoke/": action("/tokens/revoke/", {"id": "0"}, post=(302, 302, 302, 302, 302, 403)),
     "find/": page("/find/", "id=a&q={q}", get=(302, 302, 302, 302, 302, 403)),
+    "deployments/": page("/deployments/", "id=a"),
     "actions/job/": action("/actions/job/", {"q": "{q}", "id": "a", "move": "retry", "state": "failed",
                                              "attempts": "1"}),
     "actions/queue/": action("/actions/queue/", {"q": "{q}", "action": "retry_all"}),
@@ -180,6 +181,7 @@ VIEWS: dict[str, Entry] = {
     "api/runs/<run_id>/cancel": Entry("/api/runs/{run}/cancel", {"POST": API_ACT}),
     # A deploy mark is every queue's (no grant narrows it); the second in the same minute is the same mark (200).
     "api/failures": page("/api/failures", "q={q}", get=API_READ),
+    "api/deployments": page("/api/deployments", "id=a", get=API_READ),
     # A slice of a failure group is a bulk action: the confirmation comes first, whatever it matches.
     "api/failures/actions": Entry("/api/failures/actions", {"POST": API_ASK}, json_body={
         "queue": "{q}", "move": "retry", "group": "0123456789ab"}),

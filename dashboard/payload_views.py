@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
 from queues.payload_versions import VERSION_READ_MAX, schema, versions
 
+from .redaction import read_masker, reader_for
 from .services import read
 from .viewing import viewers_only
 
@@ -26,6 +27,7 @@ def job_version(request: HttpRequest) -> HttpResponse:
         if not (seq.isascii() and seq.isdigit() and 0 < len(seq) < 15):
             raise InvalidInput(f"a version is a whole number, not {seq!r}")
         kept = read(lambda mq: mq.run(versions(name, job_id, version=int(seq), max_bytes=VERSION_READ_MAX)))
+        masker = read_masker(reader_for(request.user), name)
     except (InvalidInput, Refused) as error:
         return render(request, "dashboard/bad_input.html", {"message": str(error), "now_ms": 0}, status=400)
     except Unavailable as error:
@@ -34,7 +36,8 @@ def job_version(request: HttpRequest) -> HttpResponse:
     if kept.version is None or kept.cut:
         return render(request, "dashboard/bad_input.html", {
             "message": f"job {job_id} of {name} keeps no version {seq}", "now_ms": kept.now_ms}, status=404)
-    response = HttpResponse(kept.version, content_type="application/octet-stream")
+    response = HttpResponse(kept.version if masker is None else masker.payload(kept.version),
+                            content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{job_id.encode().hex()[:64]}.v{seq}.payload"'
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -28,6 +28,7 @@ from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
 from ..actions import access
 from ..consumers import BAD_REQUEST, ClosedTabTolerant, accept_signed_in, watch_user
+from ..redaction import masked_matches, read_maskers, reader_for, search_problem
 from ..services import emq, read
 from .budget import SLOTS, SearchBusy, console_limits, process_pacer
 from .items import match_messages
@@ -120,10 +121,18 @@ class SearchConsumer(ClosedTabTolerant):
                                                                            f"{request.queue_filter!r}")))
             await self.close(code=1000)
             return
+        reader = await database_sync_to_async(reader_for)(self.scope["user"])
+        maskers = await asyncio.to_thread(read_maskers, reader, names[:limits().max_queues])
+        problem = search_problem(request.query, maskers)
+        if problem:
+            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
+                                                       self._context(error=problem)))
+            await self.close(code=1000)
+            return
         if not await self._take_slot():
             return
         try:
-            await self._run_search(names)
+            await self._run_search(names, maskers)
         finally:
             SLOTS.give(self._user_key())
 
@@ -146,7 +155,7 @@ class SearchConsumer(ClosedTabTolerant):
             await asyncio.sleep(WAIT_POLL_S)
         return False
 
-    async def _run_search(self, names: list[str]) -> None:
+    async def _run_search(self, names: list[str], maskers: dict[str, Any]) -> None:
         request = self.search_request
         self.engine = engine = Search(request.query, names, limits(), pacer=process_pacer())
         mq = emq()
@@ -170,7 +179,7 @@ class SearchConsumer(ClosedTabTolerant):
                 shown += len(room)
             now = time.monotonic()
             if step is None or now - flushed_at >= PROGRESS_EVERY_S:
-                for message in match_messages(list_id, buffered, show_queue=not request.queue):
+                for message in match_messages(list_id, masked_matches(buffered, maskers), show_queue=not request.queue):
                     await self.send(text_data=message)
                 buffered = []
                 await self.send(text_data=self._progress(final=step is None))

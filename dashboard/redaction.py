@@ -1,0 +1,70 @@
+"""Who sees a queue's masked payload values: decided here alone, for every page, fragment, push and answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from queues import redaction
+from queues.redaction import Masker, RedactionConfig
+from queues.search import Match, Query
+
+from .roles import can_act
+from .services import read
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Who reads, as masking needs to know it, read once per request or socket (a role is a database read)."""
+
+    may_unmask: bool
+
+
+# For what no person reads (an unknown reader is shown what a viewer is).
+MASKED_READER = Reader(False)
+
+
+def reader_for(user: Any) -> Reader:
+    """The reader ``user`` is (synchronous: it reads the user's groups)."""
+    return Reader(can_act(user))
+
+
+def sees_unmasked(reader: Reader, config: RedactionConfig) -> bool:
+    """Operators see masked values, unless the queue masks them for everyone; viewers never do."""
+    return reader.may_unmask and not config.mask_all
+
+
+def masker_for(reader: Reader, config: RedactionConfig) -> Masker | None:
+    """How ``reader`` is shown the queue's payloads: None when as stored."""
+    return None if sees_unmasked(reader, config) else config.masker()
+
+
+def read_masker(reader: Reader, queue: str) -> Masker | None:
+    """The queue's masking for ``reader``, read now (for a download or an answer that reads no page)."""
+    return masker_for(reader, read(lambda mq: mq.run(redaction.config(queue))))
+
+
+def read_maskers(reader: Reader, queues: list[str]) -> dict[str, Masker | None]:
+    """Each queue's masking for ``reader``, read in one round trip; a queue whose paths cannot be read is
+    masked as if for everyone."""
+    found = read(lambda mq: mq.run_many([redaction.config(name) for name in queues]))
+    return {name: Masker(strict=True) if isinstance(config, Exception) else masker_for(reader, config)
+            for name, config in zip(queues, found)}
+
+
+def search_problem(query: Query, maskers: dict[str, Masker | None]) -> str:
+    """Why the reader may not run ``query`` ('' when they may): it finds jobs by a value masked for them."""
+    if query.field is None:
+        return ""
+    return next((problem for m in maskers.values() if m is not None and (problem := m.field_filter_problem(query.field))),
+                "")
+
+
+def masked_matches(matches: Iterable[Match], maskers: dict[str, Masker | None]) -> list[Match]:
+    """The matches as the reader is shown them (each payload head masked by its queue's masking)."""
+    shown = []
+    for match in matches:
+        masker = maskers.get(match.queue, Masker(strict=True))
+        shown.append(match if masker is None else masker.match(match))
+    return shown

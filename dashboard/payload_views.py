@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
 from queues.payload_versions import VERSION_READ_MAX, schema, versions
+from queues.redaction import DEFAULT_NAMES, config as redaction_config
 
 from .redaction import read_masker, reader_for
 from .services import read
@@ -46,11 +47,16 @@ def job_version(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewers_only
 def schema_page(request: HttpRequest) -> HttpResponse:
-    """A queue's JSON Schema for edits, and (operators) the form that sets, replaces or removes it."""
-    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "now_ms": 0}
+    """A queue's JSON Schema for edits and its masked payload paths, and (operators) the forms that set them."""
+    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "now_ms": 0,
+                               "default_names": ", ".join(sorted(DEFAULT_NAMES))}
     try:
         name = validate_queue_name(context["queue"])
-        context["schema"] = read(lambda mq: mq.run(schema(name)))
+        found = read(lambda mq: mq.run_many([schema(name), redaction_config(name)]))
+        for part in found:
+            if isinstance(part, Exception):
+                raise part
+        context["schema"], context["redaction"] = found
     except InvalidInput as error:
         return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
     except Unavailable as error:

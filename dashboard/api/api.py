@@ -62,6 +62,7 @@ from queues.deploys import deploy_marks
 from queues.failure_explain import explain_failures
 from queues.keys import parse_job_id_token, validate_state
 from queues.reads import QueueStats
+from queues.redaction import config as redaction_config
 from queues.schedules import Definition, schedule_statuses
 from queues.search import Query as SearchQuery, check_match_move
 
@@ -361,6 +362,32 @@ def queue_slo_delete(request: HttpRequest, q: str = Path(..., pattern=s.SLO_NAME
     user = _operator(request, {"q": q, "action": "slo_delete"})
     entry, change = objectives.slo_remove(user=user, name=q)
     return _slo_answer(entry, change, q)
+
+
+@api.get("/queues/{q}/redaction", response={200: s.RedactionOut, **ERRORS},
+         summary="The JSON paths whose payload values a queue shows masked, and to whom")
+def queue_redaction(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    _viewer(request)
+    name = validate_queue_name(q)
+    return read(lambda mq: mq.run(redaction_config(name))).as_dict()
+
+
+@api.put("/queues/{q}/redaction", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut,
+                                            428: s.ConfirmationOut, **ERRORS},
+         summary="Set the JSON paths whose payload values a queue shows masked (operators; confirmed, audited)")
+def queue_redaction_set(request: HttpRequest, body: s.RedactionIn,
+                        q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    """Answers 428 first with what changes and a confirmation to send back."""
+    paths = "\n".join(body.paths)
+    data = {"q": q, "action": "redaction_set"}
+    user = _operator(request, data)
+    _confirmed(request, user, body.confirmation,
+               lambda: previews.redaction_preview(queue=q, paths=paths, mask_all=body.mask_all),
+               previews.redaction_proposal(queue=q, paths=paths, mask_all=body.mask_all), data)
+    entry = actions.queue_redaction_set(user=user, queue=q, paths=paths, mask_all=body.mask_all)
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(200 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
 
 
 @api.get("/queue/jobs", response={200: s.PageOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},

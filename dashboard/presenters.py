@@ -517,8 +517,9 @@ class JobDetail:
 
     @property
     def payload(self) -> tuple[str, str, bool]:
+        # A whole payload is all there is (masked values may have changed its length from the stored one).
         return payload_preview(self.view.payload, PAYLOAD_ALL if self.full_payload else PAYLOAD_SHOWN,
-                               total=self.view.payload_length)
+                               total=None if self.view.payload_whole else self.view.payload_length)
 
     @property
     def payload_length(self) -> int:

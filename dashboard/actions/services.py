@@ -242,7 +242,8 @@ def queue_redaction_set(*, user: Any, queue: str, paths: str, mask_all: bool) ->
     else:
         outcome = AuditEntry.Outcome.MOVED
         who = "everyone" if mask_all else "viewers"
-        result = (f"{queue} masks {len(parsed)} paths of its own for {who}: {', '.join(parsed)}" if parsed else
+        result = (f"{queue} masks {len(parsed)} path{'s' if len(parsed) != 1 else ''} of its own for {who}: "
+                  f"{', '.join(parsed)}" if parsed else
                   f"{queue} masks the default names for {who}" if mask_all else
                   f"removed the masked paths of {queue}: only the default names are masked, for viewers")
     now = timezone.now()

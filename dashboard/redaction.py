@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from queues import redaction
+from queues import reads, redaction
 from queues.redaction import Masker, RedactionConfig
 from queues.search import Match, Query
 
 from .roles import can_act
 from .services import read
+
+# The longest payload a text search reads whole, for a reader who may not see some of its values, to tell whether
+# the text is found outside them (a longer one is not reported as matching).
+VERIFY_MAX_BYTES: Final = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +72,36 @@ def masked_matches(matches: Iterable[Match], maskers: dict[str, Masker | None]) 
         masker = maskers.get(match.queue, Masker(strict=True))
         shown.append(match if masker is None else masker.match(match))
     return shown
+
+
+def masked_text_keeper(query: Query, maskers: dict[str, Masker | None]) -> Callable[[Any, list[Match]], list[Match]] | None:
+    """For a payload-text search by a reader who may not see some values (None: nothing to check): a match is
+    kept only when the text is found in the payload as the reader is shown it, so a search never tells them that
+    a masked value holds it. The match's head decides when it can; else the payload is read whole (up to
+    VERIFY_MAX_BYTES, all of a step's in one round trip)."""
+    if not query.payload or all(m is None for m in maskers.values()):
+        return None
+    needle = query.payload.encode(errors="surrogateescape")
+
+    def shown_by(match: Match) -> Masker | None:
+        return maskers.get(match.queue, Masker(strict=True))
+
+    def keep(mq: Any, matches: list[Match]) -> list[Match]:
+        verdicts: list[bool | None] = []
+        for match in matches:
+            masker = shown_by(match)
+            if masker is None or needle in masker.head(match.payload_head, match.payload_length):
+                verdicts.append(True)
+            else:
+                verdicts.append(False if len(match.payload_head) >= match.payload_length else None)
+        unread = [m for m, verdict in zip(matches, verdicts) if verdict is None]
+        if unread:
+            found = iter(mq.run_many([reads.payload(m.queue, m.id, max_bytes=VERIFY_MAX_BYTES) for m in unread]))
+            for index, verdict in enumerate(verdicts):
+                if verdict is None:
+                    data, masker = next(found), shown_by(matches[index])
+                    verdicts[index] = (isinstance(data, bytes) and masker is not None
+                                       and needle in masker.payload(data))
+        return [m for m, verdict in zip(matches, verdicts) if verdict]
+
+    return keep

@@ -28,7 +28,7 @@ from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
 from ..actions import access
 from ..consumers import BAD_REQUEST, ClosedTabTolerant, accept_signed_in, watch_user
-from ..redaction import masked_matches, read_maskers, reader_for, search_problem
+from ..redaction import masked_matches, masked_text_keeper, read_maskers, reader_for, search_problem
 from ..services import emq, read
 from .budget import SLOTS, SearchBusy, console_limits, process_pacer
 from .items import match_messages
@@ -42,6 +42,10 @@ WAIT_POLL_S: Final = 0.5
 # Shown on the page in full; the rest are counted (what a bulk action over the search would move).
 SHOWN: Final = 500
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
+# A payload-text search whose matches are checked against masked values: each match comes with its head (the
+# check needs it), so fewer are counted, and fewer a step (a step may read their payloads whole).
+CHECKED_MAX_MATCHES: Final = 10_000
+CHECKED_STEP_MATCHES: Final = 50
 
 
 def limits() -> Limits:
@@ -157,7 +161,10 @@ class SearchConsumer(ClosedTabTolerant):
 
     async def _run_search(self, names: list[str], maskers: dict[str, Any]) -> None:
         request = self.search_request
-        self.engine = engine = Search(request.query, names, limits(), pacer=process_pacer())
+        keep = masked_text_keeper(request.query, maskers)
+        bounds = limits() if keep is None else replace(limits(), detail=None, max_matches=CHECKED_MAX_MATCHES,
+                                                        step_matches=CHECKED_STEP_MATCHES)
+        self.engine = engine = Search(request.query, names, bounds, pacer=process_pacer(), keep=keep)
         mq = emq()
         list_id = f"search-matches-{self.token}"
         # The first message empties the list: after a reconnect the search starts again from the top.

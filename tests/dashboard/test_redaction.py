@@ -4,6 +4,7 @@ an operator does, unless the queue masks them for everyone; setting the paths is
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -165,6 +166,27 @@ async def test_search_results_show_masked_payloads_and_refuse_a_masked_field(pla
     refused = "".join(await messages_until(communicator, lambda m: "masked for you" in m))
     assert "card.number=1 is masked for you" in refused
     await communicator.disconnect()
+
+
+async def _found(client: Client, cookie: bytes, url: str) -> list[str]:
+    path = await sync_to_async(ws_path)(client, url)
+    communicator = await connect(path, cookie)
+    seen = "".join(await messages_until(communicator, lambda m: "Finished:" in m))
+    await communicator.disconnect()
+    return sorted(re.findall(r'href="/job/\?q=mail&amp;id=(\w+)"', seen))
+
+
+async def test_a_text_found_only_inside_masked_values_finds_nothing_for_a_viewer(
+        planted: EchoMQ, viewer_client: Client, viewer_cookie: bytes, operator_client: Client,
+        operator_cookie: bytes) -> None:
+    # Found outside the masked values, but past the head a match comes with: read whole to tell.
+    await sync_to_async(planted.enqueue)("mail", json.dumps({"password": SECRET, "pad": "q" * 500,
+                                                             "note": "PLANTED-in-the-open"}), job_id="p4")
+
+    assert await _found(viewer_client, viewer_cookie, "/search/?q=mail&state=pending&payload=PLANTED") == ["p4"]
+    assert await _found(viewer_client, viewer_cookie, "/search/?q=mail&state=pending&payload=ann%40example") == ["p1"]
+    assert await _found(operator_client, operator_cookie,
+                        "/search/?q=mail&state=pending&payload=PLANTED") == ["p1", "p2", "p3", "p4"]
 
 
 def test_the_cli_reads_masked_values_with_a_viewers_token(planted: EchoMQ, live_server: object,

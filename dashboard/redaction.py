@@ -49,12 +49,17 @@ def read_masker(reader: Reader, queue: str) -> Masker | None:
     return masker_for(reader, read(lambda mq: mq.run(redaction.config(queue))))
 
 
-def read_maskers(reader: Reader, queues: list[str]) -> dict[str, Masker | None]:
+def maskers_read(mq: Any, reader: Reader, queues: list[str]) -> dict[str, Masker | None]:
     """Each queue's masking for ``reader``, read in one round trip; a queue whose paths cannot be read is
     masked as if for everyone."""
-    found = read(lambda mq: mq.run_many([redaction.config(name) for name in queues]))
+    found = mq.run_many([redaction.config(name) for name in queues])
     return {name: Masker(strict=True) if isinstance(config, Exception) else masker_for(reader, config)
             for name, config in zip(queues, found)}
+
+
+def read_maskers(reader: Reader, queues: list[str]) -> dict[str, Masker | None]:
+    """:func:`maskers_read` with the console's client."""
+    return read(lambda mq: maskers_read(mq, reader, queues))
 
 
 def search_problem(query: Query, maskers: dict[str, Masker | None]) -> str:

@@ -14,6 +14,7 @@ from django.test import Client
 
 from dashboard.actions.models import AuditEntry
 from dashboard.orders.tokens import api_token_create
+from dashboard.saved_views.services import view_save
 from queues import EchoMQ, QueueKeys, moves
 from queues.console_api import ConsoleAPI
 from queues.redaction import MASK, config, config_set
@@ -187,6 +188,24 @@ async def test_a_text_found_only_inside_masked_values_finds_nothing_for_a_viewer
     assert await _found(viewer_client, viewer_cookie, "/search/?q=mail&state=pending&payload=ann%40example") == ["p1"]
     assert await _found(operator_client, operator_cookie,
                         "/search/?q=mail&state=pending&payload=PLANTED") == ["p1", "p2", "p3", "p4"]
+
+
+def test_a_saved_search_finds_no_job_by_a_masked_value_for_a_viewer(planted: EchoMQ, viewer: User,
+                                                                      operator: User) -> None:
+    by_text = view_save(user=viewer, name="by text", kind="search", data={"q": "mail", "state": "pending",
+                                                                         "payload": "PLANTED"})
+    by_field = view_save(user=viewer, name="by field", kind="search", data={"q": "mail", "state": "pending",
+                                                                           "field": f'password="{SECRET}"'})
+    theirs = view_save(user=operator, name="by text", kind="search", data={"q": "mail", "state": "pending",
+                                                                           "payload": "PLANTED"})
+    act = {"Authorization": f"Bearer {api_token_create(user=operator, name='ops', scope='act')}"}
+
+    texts = Client().get(f"/api/views/{by_text.pk}/jobs", headers=_viewer_token(viewer)).json()
+    fields = Client().get(f"/api/views/{by_field.pk}/jobs", headers=_viewer_token(viewer)).json()
+    found = Client().get(f"/api/views/{theirs.pk}/jobs", headers=act).json()
+
+    assert texts["ids"] == [] and fields["ids"] == [] and "masked for you" in fields["summary"]
+    assert sorted(job["id"] for job in found["ids"]) == ["p1", "p2", "p3"]
 
 
 def test_the_cli_reads_masked_values_with_a_viewers_token(planted: EchoMQ, live_server: object,

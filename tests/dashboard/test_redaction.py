@@ -86,7 +86,8 @@ def test_a_viewer_receives_no_masked_value_from_any_page_fragment_download_or_ap
         answer = Client().get(url, headers=headers)
         assert answer.status_code == 200, url
         _hidden(answer.content, url)
-    assert MASK in viewer_client.get("/job/?q=mail&id=p1").content.decode()
+    job_page = viewer_client.get("/job/?q=mail&id=p1").content.decode()
+    assert MASK in job_page and 'id="payload-masked"' in job_page
     assert json.loads(viewer_client.get("/job/payload/?q=mail&id=p1").content)["card"] == {"number": MASK,
                                                                                         "exp": "12/29"}
 
@@ -109,7 +110,8 @@ def test_failure_groups_name_no_masked_field_value_to_a_viewer(console_mq: EchoM
 def test_an_operator_sees_masked_values_unless_the_queue_masks_them_for_everyone(
         planted: EchoMQ, operator_client: Client, operator: User) -> None:
     token = {"Authorization": f"Bearer {api_token_create(user=operator, name='ops', scope='act')}"}
-    assert SECRET in operator_client.get("/job/?q=mail&id=p1").content.decode()
+    job_page = operator_client.get("/job/?q=mail&id=p1").content.decode()
+    assert SECRET in job_page and 'id="payload-masked"' not in job_page
     assert CARD.encode() in operator_client.get("/job/payload/?q=mail&id=p1").content
     assert SECRET in Client().get("/api/job?q=mail&id=p1", headers=token).content.decode()
 

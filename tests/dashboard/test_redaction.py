@@ -129,12 +129,15 @@ def test_a_read_only_token_of_an_operator_reads_masked_values_as_a_viewer_does(p
     _hidden(Client().get("/api/job?q=mail&id=p1", headers=token).content, "an operator's read-only token")
 
 
-def test_an_edit_form_never_holds_masked_marks(planted: EchoMQ, operator_client: Client) -> None:
+def test_an_edit_or_clone_form_never_holds_masked_marks(planted: EchoMQ, operator_client: Client) -> None:
     planted.run(config_set("mail", "card.number", mask_all=True, actor="op"))
 
     page = operator_client.get("/job/?q=mail&id=f1").content.decode()
 
     assert "masked values are not shown to you, so it is not edited here" in page
+    # Nor is a clone made from the masked text: only from the source's bytes.
+    assert 'id="clone-why-not"' in page and 'id="clone-payload"' not in page
+    assert not [text for text in re.findall(r"<textarea[^>]*>([^<]*)</textarea>", page) if MASK in text]
 
 
 async def test_live_pushes_of_the_job_and_queue_pages_hold_no_masked_value(planted: EchoMQ, viewer_cookie: bytes,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from queues import reads, redaction
 from queues.redaction import Masker, RedactionConfig
 from queues.search import Match, Query
 
-from .roles import can_act
+from .actions.access import refusal
+from .actions.models import QueueGrant
 from .services import read
 
 # The longest payload a text search reads whole, for a reader who may not see some of its values, to tell whether
@@ -23,6 +25,8 @@ class Reader:
     """Who reads, as masking needs to know it, read once per request or socket (a role is a database read)."""
 
     may_unmask: bool
+    # The operator's queue grants (glob patterns; none: every queue).
+    grants: tuple[str, ...] = ()
 
 
 # For what no person reads (an unknown reader is shown what a viewer is).
@@ -30,13 +34,17 @@ MASKED_READER = Reader(False)
 
 
 def reader_for(user: Any) -> Reader:
-    """The reader ``user`` is (synchronous: it reads the user's groups)."""
-    return Reader(can_act(user))
+    """The reader ``user`` is on the current deployment (synchronous: it reads the user's groups and grants)."""
+    if refusal(user) is not None:
+        return MASKED_READER
+    return Reader(True, tuple(QueueGrant.objects.filter(user=user).values_list("pattern", flat=True)))
 
 
 def sees_unmasked(reader: Reader, config: RedactionConfig) -> bool:
-    """Operators see masked values, unless the queue masks them for everyone; viewers never do."""
-    return reader.may_unmask and not config.mask_all
+    """Those who may act on the queue (operators, within their grants and the deployment's) see masked values,
+    unless the queue masks them for everyone; viewers never do."""
+    granted = not reader.grants or any(fnmatchcase(config.queue, pattern) for pattern in reader.grants)
+    return reader.may_unmask and granted and not config.mask_all
 
 
 def masker_for(reader: Reader, config: RedactionConfig) -> Masker | None:

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.actions.models import AuditEntry
+from dashboard.actions.models import AuditEntry, QueueGrant
 from dashboard.orders.tokens import api_token_create
 from dashboard.saved_views.services import view_save
 from queues import EchoMQ, QueueKeys, moves
@@ -120,6 +120,13 @@ def test_an_operator_sees_masked_values_unless_the_queue_masks_them_for_everyone
     for url in PAGES:
         _hidden(operator_client.get(url).content, f"{url} (masked for everyone)")
     _hidden(Client().get("/api/job?q=mail&id=p1", headers=token).content, "the API (masked for everyone)")
+
+
+def test_an_operator_whose_grants_leave_the_queue_out_sees_its_values_masked(planted: EchoMQ, operator: User,
+                                                                              operator_client: Client) -> None:
+    QueueGrant.objects.create(user=operator, pattern="billing-*")
+
+    _hidden(operator_client.get("/job/?q=mail&id=p1").content, "the job page of an operator without a grant")
 
 
 def test_a_read_only_token_of_an_operator_reads_masked_values_as_a_viewer_does(planted: EchoMQ,

@@ -80,6 +80,7 @@ class AuditEntry(models.Model):
         SCHEDULE_RUN = "schedule_run", "run a schedule now"
         SCHEDULE_DELETE = "schedule_delete", "delete a schedule"
         SCHEMA_SET = "schema_set", "set a payload schema"
+        REDACTION_SET = "redaction_set", "set masked payload paths"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from importlib import import_module
 from typing import Any, Final
 from urllib.parse import parse_qsl
@@ -39,6 +40,7 @@ from .deployments import (
     use,
 )
 from .live import MESSAGE_MAX_BYTES, JobPage, LivePage, OverviewPage, QueuePage
+from .redaction import reader_for
 from .roles import can_view
 from .services import redis_url
 from .session_limits import session_expired
@@ -119,17 +121,21 @@ async def current_user(consumer: AsyncWebsocketConsumer) -> Any:
     return user
 
 
-def watch_user(consumer: AsyncWebsocketConsumer) -> asyncio.Task[None]:
+def watch_user(consumer: AsyncWebsocketConsumer,
+               on_user: Callable[[Any], Awaitable[None]] | None = None) -> asyncio.Task[None]:
     """Re-reads the user every RECHECK_USER_S; closes the socket with 4401 once they are signed out, 4403 once
-    their account lost the console role."""
+    their account lost the console role; else tells ``on_user`` who they are now."""
 
     async def watch() -> None:
         while True:
             await asyncio.sleep(RECHECK_USER_S)
-            code = await refusal_code(await current_user(consumer))
+            user = await current_user(consumer)
+            code = await refusal_code(user)
             if code is not None:
                 await consumer.close(code=code)
                 return
+            if on_user is not None:
+                await on_user(user)
 
     return asyncio.create_task(watch())
 
@@ -173,10 +179,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.close(code=BAD_REQUEST)
             return
         self.turn = asyncio.Lock()
+        await self._read_reader(self.scope.get("user"))
         self.follower = await Follower.shared(redis_url(), poll_interval_s=float(settings.EMQ_LIVE_SAFETY_POLL_S))
         self.subscription = self.follower.subscribe(self.page.queues)
         self.pusher = asyncio.create_task(self._push())
-        self.watcher = watch_user(self)
+        self.watcher = watch_user(self, self._read_reader)
+
+    async def _read_reader(self, user: Any) -> None:
+        """Whether the page shows masked values follows the user's role as it is now (an operator made a viewer
+        sees them masked from the next push on)."""
+        self.page.reader = await database_sync_to_async(reader_for)(user)
 
     async def disconnect(self, code: int) -> None:
         if self.watcher is not None:

@@ -25,6 +25,7 @@ from .census import CensusPass, census_pass
 from .pages.job import read_job_page_async
 from .pages.overview import OverviewPageData, overview_page_data, overview_window
 from .pages.queue import read_queue_page_async
+from .redaction import MASKED_READER, Reader
 from .why_line import overview_reasons_async, why_context, why_down
 
 MESSAGE_MAX_BYTES = presenters.MESSAGE_MAX_BYTES
@@ -57,6 +58,8 @@ class LivePage(ABC):
     # A read for this page failed (Redis went away mid-render, or a pooled
     # connection was stale after a restart): render everything at the next update.
     stale: bool = False
+    # Who reads the page (its socket sets it, and follows the user's role): until then, as a viewer.
+    reader: Reader = MASKED_READER
 
     @abstractmethod
     async def full(self, follower: Follower) -> list[str]:
@@ -216,7 +219,7 @@ class QueuePage(LivePage):
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True) + _why_down(follower) + self._stale_summary()]
         try:
-            data = await read_queue_page_async(follower.mq, self.window, shown=self.shown)
+            data = await read_queue_page_async(follower.mq, self.window, reader=self.reader, shown=self.shown)
         except EmqError as error:
             self.stale = True
             return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_down(str(error)))
@@ -262,7 +265,7 @@ class JobPage(LivePage):
         if follower.mq is None or follower.up is False:
             return [_common(follower, 0, status=True) + _why_down(follower)]
         try:
-            data = await read_job_page_async(follower.mq, self.queue, self.job_id)
+            data = await read_job_page_async(follower.mq, self.queue, self.job_id, reader=self.reader)
         except EmqError as error:
             self.stale = True
             return [_common(follower, 0, status=True) + _render("dashboard/_why_line.html", why_down(str(error)))]

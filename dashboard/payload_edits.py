@@ -16,6 +16,7 @@ from queues.keys import job_id_token
 from queues.moves import new_job_id
 from queues.payload_versions import VERSIONS_MAX, VERSIONS_MAX_BYTES, PayloadVersion, QueueSchema, schema, versions
 from queues.reads import JobView
+from queues.redaction import Masker
 
 from .actions.models import AuditEntry
 from .services import read
@@ -154,18 +155,24 @@ class ClonePanel:
         return "\r" in self.text
 
 
-def clone_panel(view: JobView) -> ClonePanel | None:
-    """The clone form for ``view``, or None when the job cannot be cloned (no state of the four: odd data)."""
+def clone_panel(view: JobView, *, masker: Masker | None = None) -> ClonePanel | None:
+    """The clone form for ``view``, or None when the job cannot be cloned (no state of the four: odd data);
+    a payload shown masked (``masker``) is offered only as the source's bytes, never as the masked text."""
     if view.state not in STATES:
         return None
     text, why_not = _payload_text(view, "clone")
+    if masker is not None and not why_not:
+        text, why_not = "", "The payload's masked values are not shown to you, so it is not edited here."
     return ClonePanel(view.state, view.text("attempts"), view.text("max_attempts") or "3", new_job_id(), text, why_not)
 
 
-def edit_panel(view: JobView, compare: str = "") -> EditPanel:
-    """The panel for ``view`` (read with its payload whole up to the page's limit); ``compare``: the version
-    the diff is of (default the newest)."""
+def edit_panel(view: JobView, compare: str = "", *, masker: Masker | None = None) -> EditPanel:
+    """The panel for ``view`` (read with its payload whole up to the page's limit, masked by ``masker`` when the
+    reader may not see masked values); ``compare``: the version the diff is of (default the newest)."""
     text, why_not = _form_text(view)
+    if masker is not None and not why_not:
+        # The form would hold the masked text, and saving it would write the marks over the values.
+        text, why_not = "", "The payload's masked values are not shown to you, so it is not edited here."
     panel = EditPanel(view.state, view.text("attempts"), view.text("max_attempts") or "3", not why_not, text, why_not,
                       None)
     asked = int(compare) if compare.isascii() and compare.isdigit() and 0 < len(compare) < 15 else None
@@ -186,7 +193,8 @@ def edit_panel(view: JobView, compare: str = "") -> EditPanel:
                 diff = Diff(seq, [], note=f"too long to compare here (more than {DIFF_MAX_BYTES // 1024} KiB): "
                                           "download both to compare them")
             else:
-                diff = payload_diff(seq, kept.version, view.payload)
+                before = kept.version if masker is None else masker.payload(kept.version)
+                diff = payload_diff(seq, before, view.payload)
     except (Unavailable, Refused, InvalidInput) as error:
         return EditPanel(panel.state, panel.attempts, panel.max_attempts, panel.editable, panel.text, panel.why_not,
                          None, read_error=str(error))

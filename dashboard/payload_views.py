@@ -10,7 +10,9 @@ from django.views.decorators.http import require_GET
 
 from queues import InvalidInput, Refused, Unavailable, validate_job_id, validate_queue_name
 from queues.payload_versions import VERSION_READ_MAX, schema, versions
+from queues.redaction import DEFAULT_NAMES, config as redaction_config
 
+from .redaction import read_masker, reader_for
 from .services import read
 from .viewing import viewers_only
 
@@ -26,6 +28,7 @@ def job_version(request: HttpRequest) -> HttpResponse:
         if not (seq.isascii() and seq.isdigit() and 0 < len(seq) < 15):
             raise InvalidInput(f"a version is a whole number, not {seq!r}")
         kept = read(lambda mq: mq.run(versions(name, job_id, version=int(seq), max_bytes=VERSION_READ_MAX)))
+        masker = read_masker(reader_for(request.user), name)
     except (InvalidInput, Refused) as error:
         return render(request, "dashboard/bad_input.html", {"message": str(error), "now_ms": 0}, status=400)
     except Unavailable as error:
@@ -34,7 +37,8 @@ def job_version(request: HttpRequest) -> HttpResponse:
     if kept.version is None or kept.cut:
         return render(request, "dashboard/bad_input.html", {
             "message": f"job {job_id} of {name} keeps no version {seq}", "now_ms": kept.now_ms}, status=404)
-    response = HttpResponse(kept.version, content_type="application/octet-stream")
+    response = HttpResponse(kept.version if masker is None else masker.payload(kept.version),
+                            content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{job_id.encode().hex()[:64]}.v{seq}.payload"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
@@ -43,11 +47,16 @@ def job_version(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewers_only
 def schema_page(request: HttpRequest) -> HttpResponse:
-    """A queue's JSON Schema for edits, and (operators) the form that sets, replaces or removes it."""
-    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "now_ms": 0}
+    """A queue's JSON Schema for edits and its masked payload paths, and (operators) the forms that set them."""
+    context: dict[str, Any] = {"queue": request.GET.get("q", ""), "now_ms": 0,
+                               "default_names": ", ".join(sorted(DEFAULT_NAMES))}
     try:
         name = validate_queue_name(context["queue"])
-        context["schema"] = read(lambda mq: mq.run(schema(name)))
+        found = read(lambda mq: mq.run_many([schema(name), redaction_config(name)]))
+        for part in found:
+            if isinstance(part, Exception):
+                raise part
+        context["schema"], context["redaction"] = found
     except InvalidInput as error:
         return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
     except Unavailable as error:

@@ -56,7 +56,7 @@ NEEDS: Final[dict[str, str]] = {
     "cancel": "cancel_jobs",
     "delete": "delete_jobs",
     "rerun": "rerun_jobs", "clone": "rerun_jobs",
-    "edit": "edit_payloads", "restore": "edit_payloads", "schema_set": "edit_payloads",
+    "edit": "edit_payloads", "restore": "edit_payloads", "schema_set": "edit_payloads", "redaction_set": "edit_payloads",
     "purge_done": "purge_queues", "purge_failed": "purge_queues",
     "pause": "pause_queues", "resume": "pause_queues",
     "remove_key": "remove_keys",

@@ -510,6 +510,8 @@ class JobDetail:
     core: list[FieldLine] = field(default_factory=list)
     optional: list[FieldLine] = field(default_factory=list)
     worker_gone: bool = False
+    # The payload (and its preview field) are shown with the queue's masked values masked.
+    masked: bool = False
 
     @property
     def dom_id(self) -> str:
@@ -517,8 +519,9 @@ class JobDetail:
 
     @property
     def payload(self) -> tuple[str, str, bool]:
+        # A whole payload is all there is (masked values may have changed its length from the stored one).
         return payload_preview(self.view.payload, PAYLOAD_ALL if self.full_payload else PAYLOAD_SHOWN,
-                               total=self.view.payload_length)
+                               total=None if self.view.payload_whole else self.view.payload_length)
 
     @property
     def payload_length(self) -> int:
@@ -553,4 +556,4 @@ def job_detail(data: JobPageData, *, full_payload: bool = False) -> JobDetail:
         time_ms = digits(text) if name in TIME_FIELDS else None
         optional.append(FieldLine(name, text, time_ms))
     return JobDetail(view, list(reversed(data.history)), data.history_error, full_payload, core, optional,
-                     data.worker_gone)
+                     data.worker_gone, data.masker is not None)

@@ -31,6 +31,7 @@ from .pages.overview import overview_page_data, overview_window
 from .pages.queue import read_queue_page
 from .payload_edits import clone_panel, edit_done, edit_panel
 from .queue_names import queue_missing
+from .redaction import read_masker, reader_for
 from .saved_views.services import pinned_views
 from .services import emq, live_follower, read
 from .sweeper import sweeper_status
@@ -105,7 +106,7 @@ def queue_detail(request: HtmxHttpRequest) -> HttpResponse:
         validate_queue_name(name)
         window = presenters.Window.from_query(name, request.GET)
         context["window"] = window
-        data = read(lambda mq: read_queue_page(mq, window))
+        data = read(lambda mq: read_queue_page(mq, window, reader=reader_for(request.user)))
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
@@ -145,7 +146,8 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
         name, job_id = _job_params(request)
         full = request.GET.get("full") == "1"
         shown = presenters.PAYLOAD_ALL if full else presenters.PAYLOAD_SHOWN
-        data = read(lambda mq: read_job_page(mq, name, job_id, payload_bytes=shown))
+        reader = reader_for(request.user)
+        data = read(lambda mq: read_job_page(mq, name, job_id, reader=reader, payload_bytes=shown))
     except InvalidInput as error:
         return _bad_input(request, error, context)
     except Refused as refused:
@@ -156,9 +158,9 @@ def job_detail(request: HtmxHttpRequest) -> HttpResponse:
     context.update(detail=presenters.job_detail(data, full_payload=full), now_ms=data.view.now_ms,
                    **why_context(data.why))
     if data.view.exists:
-        context.update(edit=edit_panel(data.view, request.GET.get("v", "")),
+        context.update(edit=edit_panel(data.view, request.GET.get("v", ""), masker=data.masker),
                        done=edit_done(request.user, name, job_id, request.GET.get("done", "")),
-                       clone=clone_panel(data.view))
+                       clone=clone_panel(data.view, masker=data.masker))
     status = 200 if data.view.exists else 404
     if _wants_fragment(request, "job-core"):
         return render(request, "dashboard/_job_core.html", context, status=status)
@@ -173,6 +175,7 @@ def job_payload(request: HttpRequest) -> HttpResponse:
         name, job_id = _job_params(request)
         view = read(lambda mq: mq.job(name, job_id, payload_bytes=0))
         payload = read(lambda mq: mq.payload(name, job_id)) if view.exists else b""
+        masker = read_masker(reader_for(request.user), name)
     except (InvalidInput, Refused) as error:
         return _bad_input(request, error, {"now_ms": 0})
     except Unavailable as error:
@@ -180,7 +183,7 @@ def job_payload(request: HttpRequest) -> HttpResponse:
     if not view.exists:
         return render(request, "dashboard/bad_input.html", {"message": f"job {job_id} does not exist in {name}",
                                                             "now_ms": view.now_ms}, status=404)
-    response = HttpResponse(payload, content_type="application/octet-stream")
+    response = HttpResponse(payload if masker is None else masker.payload(payload), content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{job_id.encode(errors="surrogateescape").hex()[:64]}.payload"'
     response["X-Content-Type-Options"] = "nosniff"
     return response

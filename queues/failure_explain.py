@@ -31,6 +31,7 @@ from .failures import FailureGroup, groups
 from .keys import QueueKeys
 from .moves import MAX_INT, Call, _int, _text, refused_whole
 from .reads import _unescape, attempt_note
+from .redaction import Masker
 from .search import MAX_NEEDLE, FieldFilter, _utc
 
 if TYPE_CHECKING:
@@ -221,9 +222,10 @@ class FailuresExplained:
                 "notes": list(self.notes), "groups": [g.as_dict() for g in self.groups]}
 
 
-def payload_fields(payload: bytes) -> set[FieldFilter]:
+def payload_fields(payload: bytes, masker: Masker | None = None) -> set[FieldFilter]:
     """The scalar values of a JSON object payload, top-level and nested (at most :data:`FIELDS_PER_PAYLOAD`,
-    :data:`FIELD_DEPTH` deep, strings of at most :data:`FIELD_VALUE_CHARS` characters), as field filters."""
+    :data:`FIELD_DEPTH` deep, strings of at most :data:`FIELD_VALUE_CHARS` characters), as field filters;
+    none inside a value ``masker`` masks."""
     try:
         document = json.loads(payload.decode())
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -231,7 +233,7 @@ def payload_fields(payload: bytes) -> set[FieldFilter]:
     found: set[FieldFilter] = set()
 
     def walk(value: Any, path: tuple[str | int, ...]) -> None:
-        if len(found) >= FIELDS_PER_PAYLOAD:
+        if len(found) >= FIELDS_PER_PAYLOAD or (masker is not None and masker.hits(path)):
             return
         if isinstance(value, dict):
             if len(path) >= FIELD_DEPTH:
@@ -322,10 +324,12 @@ def _shares(payloads: list[tuple[set[FieldFilter], float]]) -> tuple[dict[FieldF
     return counts, weight
 
 
-def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "", sort: Sort = "count") -> FailuresExplained:
+def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "", sort: Sort = "count",
+                     masker: Masker | None = None) -> FailuresExplained:
     """The failure groups of ``queue`` with what explains them; ``release`` (a label, or '-' for release
     unknown) keeps the groups whose failing attempts ran on it, ``host`` those with sampled jobs on it;
-    ``sort`` 'new' puts the groups that began after the newest deploy mark first, newest first."""
+    ``sort`` 'new' puts the groups that began after the newest deploy mark first, newest first; no field
+    value ``masker`` masks is counted or named."""
     if sort not in ("count", "new"):
         raise InvalidInput(f"sort must be count or new, not {sort!r}")
     read = mq.run(groups(queue, limit=GROUPS_READ))
@@ -356,7 +360,7 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
         read_payloads = [j for j in members if j.payload is not None]
         for job in read_payloads:
             assert job.payload is not None
-            baseline.append((payload_fields(job.payload), card / max(looked, 1) * len(members) / len(read_payloads)))
+            baseline.append((payload_fields(job.payload, masker), card / max(looked, 1) * len(members) / len(read_payloads)))
     baseline_payloads = 0
     for state in ("done", "pending", "active"):
         for step in _sample(mq, queue, state, steps=1, entries=BASELINE_ENTRIES, payloads_per_group=BASELINE_ENTRIES,
@@ -367,7 +371,7 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
             baseline_payloads += len(read_payloads)
             for job in read_payloads:
                 assert job.payload is not None
-                baseline.append((payload_fields(job.payload), step.card / len(read_payloads)))
+                baseline.append((payload_fields(job.payload, masker), step.card / len(read_payloads)))
     counts, total = _shares(baseline)
     all_share = {value: n / total for value, n in counts.items()} if total else {}
 
@@ -378,7 +382,7 @@ def explain_failures(mq: EchoMQ, queue: str, *, release: str = "", host: str = "
     for g in read.groups:
         members = by_group.get(g.id, [])
         tokens = g.release_numbers
-        payloads = [payload_fields(j.payload) for j in members if j.payload is not None]
+        payloads = [payload_fields(j.payload, masker) for j in members if j.payload is not None]
         releases = Counter(j.release or (UNKNOWN_RELEASE if j.claimed else NO_ATTEMPT) for j in members)
         hosts = Counter(j.host or UNKNOWN_HOST for j in members if j.claimed)
         explained.append(ExplainedGroup(

@@ -250,6 +250,11 @@ class QueueKeys:
         """One schedule (a hash: what it enqueues, when, and how its last ticks went)."""
         return self.prefix + "schedule:" + validate_schedule_name(name)
 
+    @property
+    def redaction(self) -> str:
+        """The JSON paths whose values the queue's payloads show masked, and whether for everyone (a hash)."""
+        return self.prefix + "redaction"
+
     def state_set(self, state: State) -> str:
         return self.prefix + validate_state(state)
 

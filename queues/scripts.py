@@ -51,6 +51,8 @@ SLO_SCRIPTS: Final = ("slo_set", "slo_delete", "slos")
 DEPLOY_SCRIPTS: Final = ("deploy_mark", "deploy_marks")
 # A queue's JSON Schema for edits, in emq:{Q}:schema (see queues/payload_versions.py).
 SCHEMA_SCRIPTS: Final = ("schema_set", "schema")
+# A queue's masked payload paths, in emq:{Q}:redaction (see queues/redaction.py).
+REDACTION_SCRIPTS: Final = ("redaction_set", "redaction")
 
 
 @dataclass(frozen=True, slots=True)

@@ -635,6 +635,9 @@ class Search:
     queues: list[str]
     limits: Limits = field(default_factory=Limits)
     pacer: Pacer | None = None
+    # Which of a step's matches the reader is told of (the others are neither counted nor shown), with the sync
+    # client: a reader who may not see some payload values is not told that a text matched inside them.
+    keep: Callable[[Any, list[Match]], list[Match]] | None = None
     progress: list[QueueProgress] = field(init=False)
     skipped_queues: int = field(init=False, default=0)
     stopped: str = field(init=False, default="")
@@ -756,6 +759,8 @@ class Search:
             except Exception as error:  # one queue unreadable: feed records it
                 result = error
             cost_us = (result.redis_us if isinstance(result, Slice) else 0) + STEP_OVERHEAD_US
+            if self.keep is not None and isinstance(result, Slice) and result.matches:
+                result = replace(result, matches=self.keep(mq, result.matches))
             return self.feed(result)
         finally:
             self.pacer.end(cost_us / 1e6)

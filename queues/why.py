@@ -172,7 +172,8 @@ def lock_replies(client: Any, queue: str | None) -> list[Any] | Awaitable[list[A
     for key in _lock_keys(client, queue):
         pipe.get(key)
         pipe.pttl(key)
-    return pipe.execute()
+    replies: list[Any] | Awaitable[list[Any]] = pipe.execute()
+    return replies
 
 
 def first_held(replies: list[Any]) -> Sweeper:

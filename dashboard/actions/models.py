@@ -82,6 +82,7 @@ class AuditEntry(models.Model):
         SCHEDULE_DELETE = "schedule_delete", "delete a schedule"
         SCHEMA_SET = "schema_set", "set a payload schema"
         TOKEN_REVOKE = "token_revoke", "revoke another user's API token"
+        REDACTION_SET = "redaction_set", "set masked payload paths"
         # A refused request that named no action the console knows.
         UNKNOWN = "unknown", "an unknown action"
 

@@ -18,6 +18,7 @@ from queues import STATES, InvalidInput, validate_job_id, validate_queue_name
 from queues.keys import ABSENT_STATE, job_id_token, validate_new_job_id
 from queues.operator_moves import BY_NAME, JOB_MOVES, job_move
 from queues.reads import count_older_as_of
+from queues.redaction import DEFAULT_NAMES, config as redaction_config, parse_masked_paths
 from queues.search import Query, check_match_move
 from queues.visible import visible
 
@@ -259,3 +260,28 @@ def pause_preview(*, move: str, queue: str, reason: str) -> Preview:
                    f"It was paused by {stats.paused_by or 'someone'}"
                    + (f": {stats.paused_reason}" if stats.paused_reason else "."),
                    "Yes, resume it", "Keep it paused")
+
+
+def redaction_proposal(*, queue: str, paths: str, mask_all: bool) -> Proposal:
+    """Setting a queue's masked payload paths (one a line; checked here, in words) and whether for everyone."""
+    parsed = [p.text for p in parse_masked_paths(paths)]
+    return Proposal("redaction_set", validate_queue_name(queue), AuditEntry.Scope.QUEUE,
+                    {"paths": parsed, "mask_all": bool(mask_all)})
+
+
+def redaction_preview(*, queue: str, paths: str, mask_all: bool) -> Preview:
+    """What setting the masked paths changes: who sees which values from now on, beside what is set now."""
+    proposal = redaction_proposal(queue=queue, paths=paths, mask_all=mask_all)
+    wanted: list[str] = list(proposal.parameters["paths"])
+    now = emq().run(redaction_config(proposal.queue))
+    if [p.text for p in now.paths] == wanted and now.mask_all == mask_all and not now.odd:
+        return Preview(proposal, 0, "Set the masked paths of", "?", "", "", "Keep them",
+                       nothing=f"{proposal.queue} masks exactly these paths already.")
+    who = "everyone, operators too," if mask_all else "viewers (operators see them)"
+    own = f"the values at {', '.join(wanted)} and at " if wanted else "the values at "
+    return Preview(proposal, 1, "Mask payload values of",
+                   f"? From now on {who} are shown {own}the default names ({', '.join(sorted(DEFAULT_NAMES))}) "
+                   "masked, on every page, search, download and API answer.",
+                   ("Text that is not JSON is withheld from them too." if wanted or mask_all else
+                    "Only the default names stay masked.") + (f" Now: {now.odd}" if now.odd else ""),
+                   "Yes, set them", "Keep them as they are")

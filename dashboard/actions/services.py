@@ -23,6 +23,7 @@ from queues.failures import groups
 from queues.keys import ABSENT_STATE, job_id_token
 from queues.operator_moves import BY_NAME
 from queues.payload_versions import payload_problems, schema, schema_set
+from queues.redaction import config_set as redaction_set, parse_masked_paths
 from queues.search import Limits, Query, Search
 from queues.visible import visible
 
@@ -221,6 +222,34 @@ def queue_schema_set(*, user: Any, queue: str, text: str) -> AuditEntry:
     return AuditEntry.objects.create(
         user=user, username=user.get_username(), queue=queue, action=AuditEntry.Action.SCHEMA_SET,
         scope=AuditEntry.Scope.QUEUE, jobs=[], parameters=parameters, outcome=outcome, result=result,
+        finished_at=now, updated_at=now)
+
+
+def queue_redaction_set(*, user: Any, queue: str, paths: str, mask_all: bool) -> AuditEntry:
+    """Sets a queue's masked payload paths (one a line) and whether they are masked for everyone (none and
+    False: the queue's own redaction is removed), as an audit row that names them. Raises PermissionDenied or
+    InvalidInput (a path that does not read, said in words; nothing written)."""
+    check_access(user=user, action="redaction_set", queue=queue)
+    call = redaction_set(queue, paths, mask_all=mask_all, actor=actor_for(user))
+    parsed = [p.text for p in parse_masked_paths(paths)]
+    parameters: dict[str, object] = {"paths": parsed, "mask_all": mask_all}
+    try:
+        emq().run(call)
+    except Refused as refusal:
+        outcome, result = AuditEntry.Outcome.REFUSED, refusal.describe()
+    except Unavailable as error:
+        outcome, result = AuditEntry.Outcome.ERROR, f"not known whether it ran: {error}"
+    else:
+        outcome = AuditEntry.Outcome.MOVED
+        who = "everyone" if mask_all else "viewers"
+        result = (f"{queue} masks {len(parsed)} path{'s' if len(parsed) != 1 else ''} of its own for {who}: "
+                  f"{', '.join(parsed)}" if parsed else
+                  f"{queue} masks the default names for {who}" if mask_all else
+                  f"removed the masked paths of {queue}: only the default names are masked, for viewers")
+    now = timezone.now()
+    return AuditEntry.objects.create(
+        user=user, username=user.get_username(), queue=queue, action=AuditEntry.Action.REDACTION_SET,
+        scope=AuditEntry.Scope.QUEUE, jobs=[], parameters=parameters, outcome=outcome, result=bounded(result),
         finished_at=now, updated_at=now)
 
 

@@ -10,6 +10,7 @@ urlpatterns = [
     path("actions/restore/", views.restore_action, name="action_restore"),
     path("actions/clone/", views.clone_action, name="action_clone"),
     path("actions/schema/", views.schema_action, name="action_schema"),
+    path("actions/redaction/", views.redaction_action, name="action_redaction"),
     path("actions/queue/", views.queue_action, name="action_queue"),
     path("actions/selection/", views.selection_action, name="action_selection"),
     path("actions/search/", views.search_action, name="action_search"),

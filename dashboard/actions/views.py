@@ -288,6 +288,26 @@ def schema_action(request: HtmxHttpRequest) -> HttpResponse:
                              {"kind": entry.outcome, "text": entry.result, "entry": entry})
 
 
+@performs("redaction_set")
+@require_POST
+@operators_only
+def redaction_action(request: HtmxHttpRequest) -> HttpResponse:
+    """Set a queue's masked payload paths: confirmed first (it changes what everyone is shown), then one script,
+    audited."""
+    queue, paths = request.POST.get("q", ""), request.POST.get("paths", "")
+    mask_all = request.POST.get("mask_all") == "1"
+    services.check_access(user=request.user, action="redaction_set", queue=queue)
+    hidden = [("q", queue), ("paths", paths), ("mask_all", "1" if mask_all else "0")]
+    answer = _confirmed(request, lambda: previews.redaction_preview(queue=queue, paths=paths, mask_all=mask_all),
+                        previews.redaction_proposal(queue=queue, paths=paths, mask_all=mask_all), hidden,
+                        "#redaction-answer")
+    if isinstance(answer, HttpResponse):
+        return answer
+    entry = services.queue_redaction_set(user=request.user, queue=queue, paths=paths, mask_all=mask_all)
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
 @performs(*QUEUE_ACTIONS, field="action")
 @require_POST
 @operators_only

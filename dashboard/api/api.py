@@ -53,6 +53,7 @@ from dashboard.pages.queue import read_queue_page
 from dashboard.permissions import performs
 from dashboard.presenters import Window
 from dashboard.queue_names import queue_missing
+from dashboard.redaction import Reader, read_masker, reader_for
 from dashboard.roles import VIEW_PERMISSION, can_view
 from dashboard.saved_views.api import router as saved_views_router
 from dashboard.schedules import services as schedule_services
@@ -63,6 +64,7 @@ from queues.failure_explain import explain_failures
 from queues.keys import parse_job_id_token, validate_state
 from queues.operator_moves import BUTTON_MOVE_NAMES
 from queues.reads import QueueStats
+from queues.redaction import config as redaction_config
 from queues.schedules import Definition, schedule_statuses
 from queues.search import MATCH_MOVES, Query as SearchQuery, check_match_move
 
@@ -245,6 +247,12 @@ def _viewer(request: HttpRequest) -> Any:
     return user
 
 
+def _reader(request: HttpRequest, user: Any) -> Reader:
+    """A read-only token reads as a viewer does, masked values included, whoever it belongs to."""
+    acting = getattr(request, "emq_token_scope", ApiToken.Scope.ACT) == ApiToken.Scope.ACT
+    return reader_for(user) if acting else Reader(False)
+
+
 def _operator(request: HttpRequest, data: dict[str, Any], action: str = "") -> Any:
     """The caller when they may do ``action`` (else the move or action ``data`` names) on its queue; a refusal by
     role is an audit row, as on the pages."""
@@ -361,6 +369,33 @@ def queue_slo_delete(request: HttpRequest, q: str = Path(..., pattern=s.SLO_NAME
     return _slo_answer(entry, change, q)
 
 
+@api.get("/queues/{q}/redaction", response={200: s.RedactionOut, **ERRORS},
+         summary="The JSON paths whose payload values a queue shows masked, and to whom")
+def queue_redaction(request: HttpRequest, q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    _viewer(request)
+    name = validate_queue_name(q)
+    return read(lambda mq: mq.run(redaction_config(name))).as_dict()
+
+
+@performs("redaction_set")
+@api.put("/queues/{q}/redaction", response={200: s.AuditEntryOut, 409: s.AuditEntryOut | s.ErrorOut,
+                                            428: s.ConfirmationOut, **ERRORS},
+         summary="Set the JSON paths whose payload values a queue shows masked (operators; confirmed, audited)")
+def queue_redaction_set(request: HttpRequest, body: s.RedactionIn,
+                        q: str = Path(..., pattern=s.QUEUE_PATTERN, max_length=128)) -> Any:
+    """Answers 428 first with what changes and a confirmation to send back."""
+    paths = "\n".join(body.paths)
+    data = {"q": q, "action": "redaction_set"}
+    user = _operator(request, data)
+    _confirmed(request, user, body.confirmation,
+               lambda: previews.redaction_preview(queue=q, paths=paths, mask_all=body.mask_all),
+               previews.redaction_proposal(queue=q, paths=paths, mask_all=body.mask_all), data)
+    entry = actions.queue_redaction_set(user=user, queue=q, paths=paths, mask_all=body.mask_all)
+    if entry.outcome == AuditEntry.Outcome.ERROR:
+        raise Unavailable(entry.result)
+    return Status(200 if entry.outcome == AuditEntry.Outcome.MOVED else 409, audit_entry(entry))
+
+
 @api.get("/queue/jobs", response={200: s.PageOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS},
          summary="A page of one state's jobs, by cursor")
 def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done", "failed"],
@@ -368,11 +403,11 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
                limit: int = Query(50, ge=1, le=reads.PAGE_LIMIT_MAX), order: Literal["asc", "desc"] = "asc",
                q: str = QUEUE) -> Any:
     """Jobs in ``state`` ordered by score; pass a row's ``cursor`` as ``after`` (or ``before``) to move on."""
-    _viewer(request)
+    reader = _reader(request, _viewer(request))
     name, state = validate_queue_name(q), validate_state(state)
     if after is not None and before is not None:
         raise InvalidInput("give one of after or before")
-    data = read(lambda mq: read_queue_page(mq, Window(name, state, order, limit, after, before)))
+    data = read(lambda mq: read_queue_page(mq, Window(name, state, order, limit, after, before), reader=reader))
     if not data.page.rows:
         _existing(name, data.stats)
     return page_out(data.page)
@@ -380,9 +415,9 @@ def queue_jobs(request: HttpRequest, state: Literal["pending", "active", "done",
 
 @api.get("/job", response={200: s.JobOut, 404: s.ErrorOut, 409: s.ErrorOut, **ERRORS}, summary="One job with its history")
 def job_detail(request: HttpRequest, q: str = QUEUE, id: str = JOB_ID) -> Any:
-    _viewer(request)
+    reader = _reader(request, _viewer(request))
     name, job_id = validate_queue_name(q), validate_job_id(id)
-    data = read(lambda mq: read_job_page(mq, name, job_id))
+    data = read(lambda mq: read_job_page(mq, name, job_id, reader=reader))
     if data.missing:
         raise Http404(f"job {job_id} does not exist in {name}")
     return job_out(data)
@@ -678,8 +713,9 @@ def failures_list(request: HttpRequest, q: str = QUEUE,
                                                                               "the newest deploy mark first")) -> Any:
     """Read in bounded steps (PROTOCOL.md, section 9c): the 50 largest groups, the newest 2000 failed jobs at
     most, 200 each of done, pending and active as the baseline of all jobs."""
-    _viewer(request)
-    return read(lambda mq: explain_failures(mq, q, release=release.strip(), host=host.strip(), sort=sort)).as_dict()
+    masker = read_masker(_reader(request, _viewer(request)), q)
+    return read(lambda mq: explain_failures(mq, q, release=release.strip(), host=host.strip(), sort=sort,
+                                            masker=masker)).as_dict()
 
 
 @performs(*(m for m, states in MATCH_MOVES.items() if "failed" in states), field="move")

@@ -483,3 +483,20 @@ class FailureActionIn(Schema):
     field: str = Field("", max_length=600, description='Only the jobs whose JSON payload has this value, as a field '
                                                        'filter: tenant="acme"')
     confirmation: str = Field("", description=CONFIRMATION_HELP)
+
+
+class RedactionOut(Schema):
+    queue: str
+    paths: list[str] = Field(description="The queue's own masked JSON paths (beyond default_names)")
+    mask_all: bool = Field(description="Masked for everyone, operators too (else viewers only)")
+    default_names: list[str] = Field(description="Keys masked at any depth on every queue, whatever their case")
+    set_by: str
+    set_ms: int | None
+    odd: str = Field(description="What is odd about the stored paths ('' when nothing); then everyone sees masked")
+
+
+class RedactionIn(Schema):
+    paths: list[str] = Field(max_length=32, description="JSON paths such as card.number, $.user.ssn, items[*].code, "
+                                                        "$..ssn (any depth); [] with mask_all false removes them")
+    mask_all: bool = False
+    confirmation: str = Field("", description=CONFIRMATION_HELP)

@@ -13,6 +13,7 @@ from pydantic import Field
 from dashboard.api.schemas import ErrorOut
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY
+from dashboard.redaction import MASKED_READER, reader_for
 from dashboard.roles import VIEW_PERMISSION, can_view
 
 from .models import NAME_LIMIT, SavedView
@@ -126,7 +127,9 @@ def views_detail(request: HttpRequest, view_id: int = Path(..., ge=1, le=MAX_ID)
             summary="What a saved view finds now (a frozen search: the same ids every time)")
 def views_jobs(request: HttpRequest, view_id: int = Path(..., ge=1, le=MAX_ID)) -> Any:
     user = _reader(request)
-    return view_jobs(_opened(user, view_id), user_key=user.pk).as_dict()
+    acting = getattr(request, "emq_token_scope", ApiToken.Scope.ACT) == ApiToken.Scope.ACT
+    return view_jobs(_opened(user, view_id), user_key=user.pk,
+                     reader=reader_for(user) if acting else MASKED_READER).as_dict()
 
 
 @router.delete("/{view_id}", response={200: DeletedOut, **ERRORS}, summary="Delete one of your saved views")

@@ -21,6 +21,7 @@ from django.urls import reverse
 
 from dashboard.actions.access import see_refusal
 from dashboard.presenters import Window
+from dashboard.redaction import MASKED_READER, Reader, masked_text_keeper, maskers_read, search_problem
 from dashboard.roles import can_view
 from dashboard.search.budget import SLOTS, console_limits, process_pacer
 from dashboard.search.requests import FORM_FIELDS, SearchRequest
@@ -201,24 +202,34 @@ def view_search(view: SavedView, *, now_ms: int | None = None) -> SearchRequest:
     return SearchRequest.parse(typed, now_ms=_clock(view.queue) if now_ms is None else now_ms)
 
 
-def _search_ids(mq: EchoMQ, view: SavedView, *, limit: int, redis_s: float) -> tuple[list[tuple[str, str]], bool, str]:
+def _search_ids(mq: EchoMQ, view: SavedView, *, limit: int, redis_s: float,
+                reader: Reader = MASKED_READER) -> tuple[list[tuple[str, str]], bool, str]:
+    """The ids a saved search finds now, as ``reader`` may be told of them (none by a masked value)."""
     search = view_search(view)
     queues = search.queues(mq.known_queues().names) if not search.queue else [search.queue]
     if not queues:
         return [], True, "no queue to search"
     limits = console_limits(Limits(max_matches=limit, seconds=10.0, redis_seconds=redis_s, detail=0))
-    engine = Search(search.query, queues, limits, pacer=process_pacer())
+    maskers = maskers_read(mq, reader, queues[:limits.max_queues])
+    problem = search_problem(search.query, maskers)
+    if problem:
+        return [], False, problem
+    keep = masked_text_keeper(search.query, maskers)
+    if keep is not None:
+        # A checked text search needs each match's head.
+        limits = replace(limits, detail=None)
+    engine = Search(search.query, queues, limits, pacer=process_pacer(), keep=keep)
     ids = [(m.queue, m.id) for step in engine.steps(mq) for m in step.matches]
     return ids, not engine.stopped and not engine.skipped_queues, engine.summary()
 
 
-def view_jobs(view: SavedView, *, user_key: object, limit: int = IDS_MAX) -> ViewJobs:
+def view_jobs(view: SavedView, *, user_key: object, limit: int = IDS_MAX, reader: Reader = MASKED_READER) -> ViewJobs:
     """What the view shows now, bounded: a search's first ``limit`` matches (at most VIEW_REDIS_S of Redis time),
     a queue page's rows, or the largest failure groups."""
     if view.kind == SavedView.Kind.SEARCH:
         with SLOTS.held(user_key):
             ids, complete, summary = read(lambda mq: _search_ids(mq, view, limit=min(limit, IDS_MAX),
-                                                                 redis_s=VIEW_REDIS_S))
+                                                                 redis_s=VIEW_REDIS_S, reader=reader))
         return ViewJobs(view.pk, view.kind, ids, complete, summary, [])
     if view.kind == SavedView.Kind.QUEUE:
         window = Window.from_query(view.queue, {k: str(v) for k, v in view.params.items()})

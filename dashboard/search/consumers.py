@@ -28,6 +28,7 @@ from queues.search import MATCH_MOVES, Limits, Match, Search, Step
 
 from ..actions import access
 from ..consumers import BAD_REQUEST, ClosedTabTolerant, accept_signed_in, watch_user
+from ..redaction import masked_matches, masked_text_keeper, read_maskers, reader_for, search_problem
 from ..services import emq, read
 from .budget import SLOTS, SearchBusy, console_limits, process_pacer
 from .items import match_messages
@@ -41,6 +42,10 @@ WAIT_POLL_S: Final = 0.5
 # Shown on the page in full; the rest are counted (what a bulk action over the search would move).
 SHOWN: Final = 500
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
+# A payload-text search whose matches are checked against masked values: each match comes with its head (the
+# check needs it), so fewer are counted, and fewer a step (a step may read their payloads whole).
+CHECKED_MAX_MATCHES: Final = 10_000
+CHECKED_STEP_MATCHES: Final = 50
 
 
 def limits() -> Limits:
@@ -120,10 +125,18 @@ class SearchConsumer(ClosedTabTolerant):
                                                                            f"{request.queue_filter!r}")))
             await self.close(code=1000)
             return
+        reader = await database_sync_to_async(reader_for)(self.scope["user"])
+        maskers = await asyncio.to_thread(read_maskers, reader, names[:limits().max_queues])
+        problem = search_problem(request.query, maskers)
+        if problem:
+            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
+                                                       self._context(error=problem)))
+            await self.close(code=1000)
+            return
         if not await self._take_slot():
             return
         try:
-            await self._run_search(names)
+            await self._run_search(names, maskers)
         finally:
             SLOTS.give(self._user_key())
 
@@ -146,9 +159,12 @@ class SearchConsumer(ClosedTabTolerant):
             await asyncio.sleep(WAIT_POLL_S)
         return False
 
-    async def _run_search(self, names: list[str]) -> None:
+    async def _run_search(self, names: list[str], maskers: dict[str, Any]) -> None:
         request = self.search_request
-        self.engine = engine = Search(request.query, names, limits(), pacer=process_pacer())
+        keep = masked_text_keeper(request.query, maskers)
+        bounds = limits() if keep is None else replace(limits(), detail=None, max_matches=CHECKED_MAX_MATCHES,
+                                                        step_matches=CHECKED_STEP_MATCHES)
+        self.engine = engine = Search(request.query, names, bounds, pacer=process_pacer(), keep=keep)
         mq = emq()
         list_id = f"search-matches-{self.token}"
         # The first message empties the list: after a reconnect the search starts again from the top.
@@ -170,7 +186,7 @@ class SearchConsumer(ClosedTabTolerant):
                 shown += len(room)
             now = time.monotonic()
             if step is None or now - flushed_at >= PROGRESS_EVERY_S:
-                for message in match_messages(list_id, buffered, show_queue=not request.queue):
+                for message in match_messages(list_id, masked_matches(buffered, maskers), show_queue=not request.queue):
                     await self.send(text_data=message)
                 buffered = []
                 await self.send(text_data=self._progress(final=step is None))

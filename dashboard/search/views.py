@@ -19,6 +19,7 @@ from queues.failure_explain import explain_failures
 
 from ..http import HtmxHttpRequest
 from ..pages.failures import read_failures_everywhere
+from ..redaction import read_masker, reader_for
 from ..services import read
 from .requests import FORM_FIELDS, SearchRequest, new_run_token
 
@@ -82,8 +83,9 @@ def failures_page(request: HttpRequest) -> HttpResponse:
         validate_queue_name(name)
         if sort not in ("", "count", "new"):
             raise InvalidInput(f"sort must be count or new, not {sort!r}")
+        masker = read_masker(reader_for(request.user), name)
         explained = read(lambda mq: explain_failures(mq, name, release=release, host=host,
-                                                     sort="new" if sort == "new" else "count"))
+                                                     sort="new" if sort == "new" else "count", masker=masker))
     except InvalidInput as error:
         return render(request, "dashboard/bad_input.html", {**context, "message": str(error)}, status=400)
     except Unavailable as error:

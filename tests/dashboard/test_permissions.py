@@ -125,6 +125,8 @@ VIEWS: dict[str, Entry] = {
     "actions/clone/": action("/actions/clone/", {"q": "{q}", "id": "a", "state": "failed", "attempts": "1",
                                                  "new_id": "a-clone", "payload_from": "source"}),
     "actions/schema/": action("/actions/schema/", {"q": "{q}", "schema": '{{"type": "object"}}'}),
+    # Asks first (a confirmation step): it changes what everyone is shown.
+    "actions/redaction/": action("/actions/redaction/", {"q": "{q}", "paths": "card.number", "mask_all": "1"}),
     "actions/selection/": action("/actions/selection/", {"q": "{q}", "move": "retry", "job": "failed:1:a"},
                                  post=(302, 403, 302, 403, 302, 403)),
     "actions/runs/<int:pk>/": page("/actions/runs/{run}/"),
@@ -165,6 +167,8 @@ VIEWS: dict[str, Entry] = {
                                                         "DELETE": API_ACT},
                                 json_body={"metric": "wait", "under_ms": 30000, "target": 95}),
     "api/jobs/<q>/<path:id>/why": page("/api/jobs/{q}/a/why", get=API_READ),
+    "api/queues/<q>/redaction": Entry("/api/queues/{q}/redaction", {"GET": API_READ, "HEAD": API_READ, "PUT": API_ASK},
+                                      json_body={"paths": ["card.number"], "mask_all": True}),
     "api/audit": page("/api/audit", get=API_READ),
     "api/runs/<run_id>": page("/api/runs/{run}", get=API_READ),
     "api/job/actions": Entry("/api/job/actions", {"POST": API_ACT}, json_body={

@@ -88,6 +88,8 @@ def keyspace(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
     entries.extend(schedule_entries(draw))
     entries.append((KEYS.prefix + "schema", draw(st.sampled_from(["none", "hash", "string"])),
                     {"schema": '{"type": "object"}', "set_by": "a", "set_ms": "1"}))
+    entries.append((KEYS.redaction, draw(st.sampled_from(["none", "hash", "string"])),
+                    {"paths": "card.number", "mask_all": draw(st.sampled_from(["0", "1"])), "set_by": "a", "set_ms": "1"}))
     return entries
 
 
@@ -277,6 +279,8 @@ def argv_for(name: str) -> st.SearchStrategy[list[Any]]:
         "versions": [job_id, st.one_of(st.sampled_from(["", "1"]), numbers), numbers],
         "schema_set": [st.sampled_from(['{"type": "object"}', " {}", "", "{", "[]", "5", "x" * 70000]), actor],
         "schema": [],
+        "redaction_set": [st.sampled_from(["card.number", "", "x" * 5000]), st.sampled_from(["0", "1", "", "yes"]), actor],
+        "redaction": [],
     }
     if name == "enqueue_many":
         return st.tuples(numbers, numbers, actor, st.lists(st.tuples(job_id, texts), max_size=4)).map(
@@ -325,6 +329,8 @@ def keys_for(name: str, argv: list[Any]) -> list[str]:
         return [KEYS.prefix + f"schedule:{argv[0] if argv else ''}", KEYS.prefix + "schedules"]
     if name.startswith("schema"):
         return [KEYS.prefix + "schema"]
+    if name.startswith("redaction"):
+        return [KEYS.redaction]
     if picks or not argv:
         return keys + [KEYS.prefix]
     if name == "clone":
@@ -363,6 +369,7 @@ VALID_ARGV: Final[dict[str, list[str]]] = {
     "schedule_pause": ["s", "resume", "", "5000", "op"],
     "schedule_delete": ["s", "1"],
     "schema_set": ['{"type": "object"}', "op"],
+    "redaction_set": ["card.number", "1", "op"],
 }
 
 

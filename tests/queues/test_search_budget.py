@@ -65,18 +65,39 @@ def test_after_a_step_the_pacer_holds_the_next_in_proportion_to_its_cost() -> No
     assert 2.0 < wait <= 3.0
 
 
+class RecordingPacer(Pacer):
+    """A pacer that notes when each step was let go and when it ended, with its cost."""
+
+    def __init__(self, duty: float) -> None:
+        super().__init__(duty)
+        self.turns: list[tuple[str, float, float]] = []
+
+    def begin(self) -> float:
+        wait = super().begin()
+        if wait == 0.0:
+            self.turns.append(("go", time.monotonic(), 0.0))
+        return wait
+
+    def end(self, redis_s: float) -> None:
+        self.turns.append(("end", time.monotonic(), redis_s))
+        super().end(redis_s)
+
+
 def test_searches_sharing_a_pacer_wait_for_each_other(mq: EchoMQ) -> None:
     mq.enqueue_many("q", [f"job {n}" for n in range(50)])
-    shared = Pacer(0.05)
+    shared = RecordingPacer(0.05)
     one, two = (Search(Query("pending", payload="job"), ["q"], Limits(step_entries=5), pacer=shared)
                 for _ in range(2))
-    started = time.monotonic()
 
     for _ in zip(one.steps(mq), two.steps(mq), strict=True):
         pass
 
-    # Each step's cost is followed by 19 times it without a step of either search.
-    assert time.monotonic() - started >= 19 * (one.redis_us + two.redis_us) / 1e6 * 0.8
+    # Steps of either search take turns, never two at once, and each step's cost is followed by 19 times it
+    # without a step of either search (however slow the machine, a sleep never ends early).
+    kinds = [kind for kind, _, _ in shared.turns]
+    assert kinds == ["go", "end"] * (len(kinds) // 2) and len(kinds) >= 8
+    for (_, ended, cost), (_, went, _) in zip(shared.turns[1::2], shared.turns[2::2]):
+        assert went - ended >= 19 * cost * 0.99
 
 
 @pytest.mark.parametrize("query", [

@@ -50,10 +50,19 @@ def read_workers_page(mq: EchoMQ, *, after: str = "", text: str = "") -> Workers
     """The queues after the name ``after``, filtered by ``text``; ``Unavailable`` when Redis does not answer.
 
     The filter applies to what one page reads (``QUEUES_PER_PAGE`` queues), so a page costs the same whatever
-    it holds; the next page goes on after the last queue read.
+    it holds; the next page goes on after the last queue read. With a filter, the queues whose name holds it
+    are read first (the registry's names are in memory), so a queue named in the filter is on the first page
+    however many queues sort before it; the other queues follow, for their workers' ids and hosts.
     """
     text = text.strip()[:FILTER_MAX]
-    names = [n for n in mq.known_queues().names if n > after][:QUEUES_PER_PAGE + 1]
+    known = sorted(mq.known_queues().names)
+    needle = text.lower()
+    if needle:
+        ordered = [n for n in known if needle in n.lower()] + [n for n in known if needle not in n.lower()]
+        start = ordered.index(after) + 1 if after in ordered else 0
+        names = ordered[start:start + QUEUES_PER_PAGE + 1]
+    else:
+        names = [n for n in known if n > after][:QUEUES_PER_PAGE + 1]
     page = names[:QUEUES_PER_PAGE]
     results = mq.run_many([reads.workers(q, limit=WORKERS_PER_QUEUE) for q in page])
     groups = [WorkerGroup(name, None, str(result)) if isinstance(result, Exception) else WorkerGroup(name, result)

@@ -90,3 +90,18 @@ def test_the_queue_pages_workers_link_opens_the_page_filtered_to_its_queue(viewe
     console_mq.enqueue("mail", "x")
 
     assert 'href="/workers/?q=mail">Workers</a>' in viewer_client.get("/queue/?q=mail").content.decode()
+
+
+def test_a_queue_named_in_the_filter_is_on_the_first_page_however_many_queues_sort_before_it(
+        viewer_client: Client, console_mq: EchoMQ) -> None:
+    for n in range(1, 205):
+        console_mq.enqueue(f"aaa-{n}", "x")
+        console_mq.run(moves.register_worker(f"aaa-{n}", f"box-9:{n}", held=[], **FACTS))
+    console_mq.enqueue("zz-target", "x")
+    console_mq.run(moves.register_worker("zz-target", "box-1:1", held=[], **FACTS))
+
+    unfiltered = viewer_client.get("/workers/").content.decode()
+    filtered = viewer_client.get("/workers/?q=zz-tar").content.decode()
+
+    assert "zz-target" not in unfiltered  # past the first page of 200 queues
+    assert ">zz-target</a>" in filtered and "1 alive matching “zz-tar”" in filtered

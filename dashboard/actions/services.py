@@ -105,6 +105,16 @@ def key_remove(*, user: Any, queue: str, which: str, seen_type: str) -> AuditEnt
         finished_at=now, updated_at=now)
 
 
+def _schema_refusal(queue: str, payload: bytes) -> str:
+    """Why ``payload`` may not be written into ``queue`` (its JSON Schema, when it has one), or ''."""
+    found = emq().run(schema(queue))
+    problems = payload_problems(found.text, payload) if found.is_set else []
+    if not problems:
+        return ""
+    return (f"refused: the payload does not match the JSON Schema of {queue}, so nothing was written: "
+            + "; ".join(problems))
+
+
 def job_edit(*, user: Any, queue: str, job_id: str, expect_state: str, expect_attempts: str, payload: bytes,
              max_attempts: str = "", retry: bool = False) -> AuditEntry:
     """Changes a pending or failed job's payload (and max attempts), retrying it when asked, as the page
@@ -122,12 +132,9 @@ def job_edit(*, user: Any, queue: str, job_id: str, expect_state: str, expect_at
                                      actor=actor_for(user), arguments={"payload": payload, "max_attempts": max_attempts,
                                                                        "retry": retry})
     try:
-        found = emq().run(schema(queue))
-        problems = payload_problems(found.text, payload) if found.is_set else []
+        problems = _schema_refusal(queue, payload)
         if problems:
-            outcome = AuditEntry.Outcome.REFUSED
-            text = (f"refused: the payload does not match the JSON Schema of {queue}, so nothing was written: "
-                    + "; ".join(problems))
+            outcome, text = AuditEntry.Outcome.REFUSED, problems
         else:
             result = emq().run(call)
             outcome, text = AuditEntry.Outcome.MOVED, result.describe()
@@ -181,14 +188,9 @@ def job_clone(*, user: Any, queue: str, job_id: str, expect_state: str, expect_a
     if max_attempts:
         parameters["max_attempts"] = max_attempts
     try:
-        problems: list[str] = []
-        if payload is not None:
-            found = emq().run(schema(queue))
-            problems = payload_problems(found.text, payload) if found.is_set else []
+        problems = _schema_refusal(queue, payload) if payload is not None else ""
         if problems:
-            outcome = AuditEntry.Outcome.REFUSED
-            text = (f"refused: the payload does not match the JSON Schema of {queue}, so nothing was written: "
-                    + "; ".join(problems))
+            outcome, text = AuditEntry.Outcome.REFUSED, problems
         else:
             result = emq().run(call)
             outcome, text = AuditEntry.Outcome.MOVED, result.describe()

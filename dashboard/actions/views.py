@@ -114,6 +114,12 @@ def _ms(text: str, what: str) -> int:
     return int(text)
 
 
+def _recorded(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
+    """What a one-script action did, as its audit row says it."""
+    return _page_or_fragment(request, "dashboard/actions/result.html",
+                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+
+
 def _started(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
     if request.htmx:
         return render(request, "dashboard/actions/run.html", {"entry": entry, "can_cancel": True})
@@ -176,8 +182,7 @@ def job_action(request: HtmxHttpRequest) -> HttpResponse:
         if isinstance(answer, HttpResponse):
             return answer
     entry = services.job_act(user=request.user, **fields)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 def _to_job_page(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
@@ -194,8 +199,7 @@ def _to_job_page(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
 def _edited(request: HtmxHttpRequest, entry: AuditEntry) -> HttpResponse:
     if entry.outcome == AuditEntry.Outcome.MOVED:
         return _to_job_page(request, entry)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 def _payload_text(text: str, *, kept_cr: bool) -> bytes:
@@ -284,8 +288,7 @@ def schema_action(request: HtmxHttpRequest) -> HttpResponse:
     """Sets (or, emptied, removes) a queue's JSON Schema for edits: one script, audited."""
     entry = services.queue_schema_set(user=request.user, queue=request.POST.get("q", ""),
                                       text=request.POST.get("schema", ""))
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 @performs("redaction_set")
@@ -304,8 +307,7 @@ def redaction_action(request: HtmxHttpRequest) -> HttpResponse:
     if isinstance(answer, HttpResponse):
         return answer
     entry = services.queue_redaction_set(user=request.user, queue=queue, paths=paths, mask_all=mask_all)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 @performs(*QUEUE_ACTIONS, field="action")
@@ -347,8 +349,7 @@ def pause_action(request: HtmxHttpRequest) -> HttpResponse:
     if isinstance(answer, HttpResponse):
         return answer
     entry = services.queue_pause_or_resume(user=request.user, move=move, queue=queue, reason=reason)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 @performs("remove_key")
@@ -366,8 +367,7 @@ def remove_key_action(request: HtmxHttpRequest) -> HttpResponse:
     if isinstance(answer, HttpResponse):
         return answer
     entry = services.key_remove(user=request.user, queue=queue, which=which, seen_type=seen_type)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 @performs("mark_deploy", on_queue=False)
@@ -377,8 +377,7 @@ def deploy_action(request: HtmxHttpRequest) -> HttpResponse:
     """Mark a deploy (every queue's charts draw it): one small write, audited, no confirmation needed."""
     label, queue = request.POST.get("label", "").strip(), request.POST.get("q", "")
     entry = services.deploy_mark_act(user=request.user, label=label, queue=queue)
-    return _page_or_fragment(request, "dashboard/actions/result.html",
-                             {"kind": entry.outcome, "text": entry.result, "entry": entry})
+    return _recorded(request, entry)
 
 
 @performs(*SELECTION_MOVES, field="move")

@@ -73,7 +73,15 @@ def _timed(deployment: Deployment, call: Callable[[EchoMQ], T], budget_s: float)
 
 def fan_out(deployments: Sequence[Deployment], call: Callable[[EchoMQ], T], *, budget_s: float) -> list[Answer[T]]:
     """``call`` on each deployment's Redis at once; each answer within ``budget_s``, or why there is none."""
-    futures: list[Future[tuple[T, int]]] = [_pool.submit(_timed, d, call, budget_s) for d in deployments]
+    return fan_out_each(deployments, lambda _: call, budget_s=budget_s)
+
+
+def fan_out_each(deployments: Sequence[Deployment], call_for: Callable[[Deployment], Callable[[EchoMQ], T]], *,
+                 budget_s: float, pool: ThreadPoolExecutor | None = None) -> list[Answer[T]]:
+    """As :func:`fan_out`, with a call of its own for each deployment (``call_for(deployment)``), on ``pool``
+    (else the one of the reads)."""
+    runner = pool or _pool
+    futures: list[Future[tuple[T, int]]] = [runner.submit(_timed, d, call_for(d), budget_s) for d in deployments]
     wait(futures, timeout=budget_s)
     answers: list[Answer[T]] = []
     for deployment, future in zip(deployments, futures):

@@ -119,6 +119,8 @@ if EMQ_DEPLOYMENTS:
     EMQ_REDIS_URL = os.environ.get("EMQ_REDIS_URL") or parse_deployments(EMQ_DEPLOYMENTS, EMQ_REDIS_URL)[0].url
 # How long the page over every deployment waits for each one's answer (they are asked at once).
 EMQ_DEPLOYMENT_BUDGET_S = _number("EMQ_DEPLOYMENT_BUDGET_S", 1.0, minimum=0.05)
+# How long a search over every deployment runs on each one (all at once) before it says how far it got.
+EMQ_DEPLOYMENT_SEARCH_BUDGET_S = _number("EMQ_DEPLOYMENT_SEARCH_BUDGET_S", 3.0, minimum=0.05)
 # Entries of a state one step of a console search looks at, at most (each step is also held to ~2 ms).
 EMQ_SEARCH_STEP_ENTRIES = int(os.environ.get("EMQ_SEARCH_STEP_ENTRIES", "2000"))
 # A person runs at most EMQ_SEARCH_PER_USER searches at once, a console process EMQ_SEARCH_PER_PROCESS (a search

@@ -43,13 +43,16 @@ def _when(match: Match) -> str:
             f'{escape(server_time(match.score))}</span>')
 
 
-def match_item(match: Match, *, show_queue: bool, job_url: str) -> str:
+def match_item(match: Match, *, show_queue: bool, job_url: str, deployment: str = "") -> str:
+    """The match as a list item; its link opens the job on ``deployment`` when one is named (else the page's)."""
     warning = ""
     if match.state != match.found_in:
         warning = (f' <span class="warn-badge">⚠ found in {escape(match.found_in)} but its hash says '
                    f'{escape(match.state or "(no state)")}</span>')
     queue = f'<span class="mono queue">{visible(match.queue)}</span> ' if show_queue else ""
     link = f"{job_url}?q={quote(match.queue, safe='')}&amp;id={quote(match.id, safe='')}"
+    if deployment:
+        link += f"&amp;d={quote(deployment, safe='')}"
     parts = [f'<li class="search-match {escape(match.found_in)}">',
              f'<div class="match-head">{queue}<a class="mono id" href="{link}">{visible(match.id)}</a>{warning}'
              f' <span class="muted">attempts {escape(match.attempts or "0")} · {_when(match)}</span></div>',

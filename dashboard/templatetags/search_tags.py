@@ -6,9 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
+from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
 
 from queues import STATES
-from queues.search import FILTERS, SearchFilter
+from queues.search import FILTERS, Match, SearchFilter
+
+from ..search.items import match_item
 
 register = template.Library()
 
@@ -29,3 +33,9 @@ def filter_fields(form: Mapping[str, Any] | None, *, short: bool) -> dict[str, A
         if f.short_form == short and (value or not f.only_when_given):
             shown.append((f, value))
     return {"filters": shown}
+
+
+@register.simple_tag
+def deployment_match(match: Match, deployment: str) -> SafeString:
+    """A match found on ``deployment`` as the search page lists it, its link opening the job there."""
+    return mark_safe(match_item(match, show_queue=True, job_url=reverse("job"), deployment=deployment))

@@ -18,11 +18,13 @@ import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, Final, Literal
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Func, IntegerField
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
 from django.views.defaults import page_not_found
 from ninja import NinjaAPI, Path, Query, Status, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -45,6 +47,7 @@ from dashboard.alerts.api import rules_router as alert_rules_router, silences_ro
 from dashboard.bearer import NOT_BEARER, request_bearer
 from dashboard.deployments import current, deployment_refusal, visible_to
 from dashboard.fan_out import every_deployment
+from dashboard.fan_out_search import SearchBusy, readers_on, search_every_deployment
 from dashboard.orders.models import ApiToken
 from dashboard.orders.tokens import READ_ONLY, api_token_find, api_token_user
 from dashboard.orders.views import place_order_api
@@ -290,6 +293,41 @@ def deployments_list(request: HttpRequest, id: str = Query("", max_length=256)) 
                     "counted": t.counted if t else None, "counts": t.counts if t else None,
                     "unread": t.unread if t else None, "found": found.get(d.name)})
     return {"deployments": out, "missing": every.missing, "partial": every.partial}
+
+
+@api.get("/deployments/search", response={200: s.DeploymentsSearchOut, **ERRORS, 429: s.ErrorOut},
+         summary="A job search run on every deployment at once, each within its time budget")
+def deployments_search(request: HttpRequest, filters: Query[s.DeploymentSearchIn]) -> Any:
+    """The search page's search, run on every deployment the caller may see at once, each for at most
+    ``EMQ_DEPLOYMENT_SEARCH_BUDGET_S``: per deployment its count (``complete`` false, and ``short_of`` saying why,
+    when it is only a floor), its first matches and why it did not answer. A bad search is a 400 and nothing runs;
+    a 429 when the caller (or the console process) runs as many searches as it may."""
+    user = request.auth  # type: ignore[attr-defined]
+    if not can_view(user):
+        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    shown = visible_to(user)
+    if not shown:
+        raise PermissionDenied(f"{user} may see none of the console's deployments")
+    readers = readers_on(user, shown) if getattr(request, "emq_token_scope", ApiToken.Scope.ACT) == ApiToken.Scope.ACT \
+        else {d.name: Reader(False) for d in shown}
+    try:
+        every = search_every_deployment(shown, filters.form(), readers=readers, user_key=user.pk)
+    except SearchBusy as busy:
+        raise HttpError(429, str(busy)) from None
+    job_url = reverse("job")
+    out = []
+    for answer in every.answers:
+        d, r = answer.deployment, answer.value
+        matches = [{**m.as_dict(), "url": f"{job_url}?{urlencode({'q': m.queue, 'id': m.id, 'd': d.name})}"}
+                   for m in r.matches] if r else None
+        out.append({"name": d.name, "production": d.production, "answered": answer.answered, "error": answer.error,
+                    "elapsed_ms": answer.elapsed_ms, "matched": r.matched if r else None,
+                    "complete": r.complete if r else None, "summary": r.describe() if r else None,
+                    "short_of": list(r.short_of) if r else None, "refused": r.refused if r else None,
+                    "queues_total": r.queues_total if r else None, "queues_searched": r.queues_searched if r else None,
+                    "matches": matches})
+    return {"query": f"{every.request.query.describe()} in {every.request.where}", "budget_s": every.budget_s,
+            "deployments": out, "missing": every.missing, "partial": every.partial}
 
 
 @api.get("/queues", response={200: s.QueueListOut, **ERRORS}, summary="Queues with their counts")

@@ -152,6 +152,75 @@ class DeploymentsOut(Schema):
                                            "figures (a master down, its queue list unreadable), saying which")
 
 
+class DeploymentSearchIn(Schema):
+    """A search as the search page's form sends it (its fields are the search filters of queues.search.FILTERS)."""
+
+    state: str = Field(description="The state searched: pending, active, done or failed")
+    q: str = Field("", description="One queue to search ('' for every queue, at most 100)")
+    queues_holding: str = Field("", alias="in", description="With every queue: only those whose name holds this")
+    payload: str = Field("", description="Plain text the payload contains (bytes, case-sensitive)")
+    field: str = Field("", description='PATH=VALUE for JSON payloads, like user.id=42 or items[0].sku="A-1"')
+    error: str = Field("", description="Text the last error or an earlier attempt's contains (ASCII case-insensitive)")
+    id_prefix: str = Field("", description="The start of the job ids")
+    group: str = Field("", description="A failure group (failed jobs only)")
+    worker: str = Field("", description="Text the worker's name contains")
+    release: str = Field("", description="The release the newest attempt's worker registered ('-': unknown)")
+    host: str = Field("", description="The host the newest attempt ran on (exactly)")
+    enqueued_after: str = Field("", description="Epoch ms, an ISO time (UTC unless it says) or an age like 2h")
+    enqueued_before: str = Field("", description="As enqueued_after")
+    finished_after: str = Field("", description="When a done job finished or a failed job failed (done or failed "
+                                                "only), as enqueued_after")
+    finished_before: str = Field("", description="As finished_after")
+    order: str = Field("", description="asc or desc ('' : oldest first for pending and active, newest for the others)")
+
+    def form(self) -> dict[str, str]:
+        """As the page's form sends it (``in`` for the queue name filter)."""
+        return {("in" if name == "queues_holding" else name): value for name, value in self.model_dump().items()}
+
+
+class SearchMatchOut(Schema):
+    queue: str
+    id: str
+    score: int = Field(description="Its score in the state's set when found (due time, lease deadline or finish time)")
+    state: str = Field(description="The state its hash said when found")
+    attempts: str = Field(description="Its attempts as its hash holds them")
+    payload_head: str = Field(description="The payload's start, masked as the caller is shown it")
+    payload_length: int
+    last_error: str
+    worker: str
+    found_in: str = Field(description="The state's set it was found in")
+    url: str = Field(description="The job's page on its deployment")
+
+
+class DeploymentSearchOut(Schema):
+    name: str
+    production: bool
+    answered: bool = Field(description="Whether it answered within EMQ_DEPLOYMENT_SEARCH_BUDGET_S (and one read's "
+                                       "budget more)")
+    error: str = Field(description="Why it did not answer ('' when it did): its matches are not in this answer")
+    elapsed_ms: int
+    matched: int | None = Field(description="The jobs that matched (a floor unless `complete`); None when it did not "
+                                            "answer")
+    complete: bool | None = Field(description="Whether `matched` is every match: false when the search did not "
+                                              "finish within its budget, or some queues were not searched")
+    summary: str | None = Field(description="The count in words, saying why and how far it got when not complete")
+    short_of: list[str] | None = Field(description="Why `matched` is only a floor, one sentence each")
+    refused: str | None = Field(description="Why nothing was searched on this deployment ('' when it was)")
+    queues_total: int | None = Field(description="The queues the search names on this deployment")
+    queues_searched: int | None = Field(description="Of them, those searched to their end")
+    matches: list[SearchMatchOut] | None = Field(description="The first matches (at most 20)")
+
+
+class DeploymentsSearchOut(Schema):
+    query: str = Field(description="The search in words")
+    budget_s: float = Field(description="How long each deployment's search ran at most (EMQ_DEPLOYMENT_SEARCH_BUDGET_S)")
+    deployments: list[DeploymentSearchOut] = Field(description="Every deployment the caller may see, each searched "
+                                                               "at once")
+    missing: list[str] = Field(description="One sentence per deployment that did not answer")
+    partial: list[str] = Field(description="One sentence per deployment whose count is a floor or that refused the "
+                                           "search, saying why")
+
+
 class JobRowOut(Schema):
     id: str
     score: int = Field(description="The job's score in its state's set (due time, lease deadline or finish time)")

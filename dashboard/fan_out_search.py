@@ -114,9 +114,15 @@ def deployment_search(form: Mapping[str, str], reader: Reader, *, budget_s: floa
             request = SearchRequest.parse(form, now_ms=mq.server_time_ms(CLOCK_QUEUE))
         except InvalidInput as error:
             return DeploymentSearch(0, 0, 0, refused=str(error))
-        names = [request.queue] if request.queue else request.queues(mq.known_queues().names)
+        # The queue list read last, when the registry cannot be read now (its master down): said, as a floor.
+        stale = ""
+        if request.queue:
+            names = [request.queue]
+        else:
+            known = mq.known_queues()
+            names, stale = request.queues(known.names), known.stale
         if not names:
-            return DeploymentSearch(0, 0, 0)
+            return DeploymentSearch(0, 0, 0, short_of=(stale,) if stale else ())
         maskers = maskers_read(mq, reader, names[:LIMITS.max_queues])
         problem = search_problem(request.query, maskers)
         if problem:
@@ -124,7 +130,7 @@ def deployment_search(form: Mapping[str, str], reader: Reader, *, budget_s: floa
         keep = masked_text_keeper(request.query, maskers)
         engine = Search(request.query, names, search_limits(checked=keep is not None), pacer=process_pacer(), keep=keep)
         shown: list[Match] = []
-        short_of: list[str] = []
+        short_of = [stale] if stale else []
         steps = 0
 
         def spent() -> bool:

@@ -12,28 +12,26 @@ import re
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from django.utils.html import escape
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from dashboard.actions.models import AuditEntry
-from dashboard.census import census_pass, census_reset
+from dashboard.census import census_pass
 from dashboard.deployments import deployment_named, forget, parse_deployments, use
-from dashboard.fan_out import forget_fan_out_clients
 from dashboard.roles import OPERATORS, VIEWERS, user_create
-from dashboard.services import forget_clients
 from queues import EchoMQ
 from queues.connection import connect
 from tests.support.confirm import confirmation_token
+from tests.support.deployments import Deployments, person, staging_and_production
 from tests.support.htmx import htmx_post
 from tests.support.jobs import failed_job
-from tests.support.redis_servers import RedisClusterNodes, RedisServer
+from tests.support.redis_servers import RedisClusterNodes
 from tests.support.sessions import session_cookie
 from tests.support.sockets import connect as socket_connect
 
@@ -45,62 +43,28 @@ pytestmark = pytest.mark.django_db(transaction=True)
 JOB_ACTION = "/actions/job/"
 
 
-@dataclass
-class Deployments:
-    staging: EchoMQ
-    production: EchoMQ
-    staging_server: RedisServer
-
-
 @pytest.fixture
 def deployments(redis_cluster: RedisClusterNodes, settings: SettingsWrapper) -> Iterator[Deployments]:
-    """staging (a private redis-server, which a test may stop) and production (the 3-master cluster), emptied."""
-    server = RedisServer().start()
-    for node in redis_cluster.servers:
-        node.client().flushall()
-    settings.EMQ_DEPLOYMENTS = json.dumps({
-        "staging": {"url": server.url, "act": ["staging-ops"]},
-        "production": {"url": redis_cluster.url, "production": True, "view": ["oncall"], "act": ["sre"]},
-    })
-    settings.EMQ_DEPLOYMENT_BUDGET_S = 1.0
-    census_reset()
-    staging, production = EchoMQ(connect(server.url), actor="test"), EchoMQ(connect(redis_cluster.url), actor="test")
-    yield Deployments(staging, production, server)
-    staging.close()
-    production.close()
-    forget_clients()
-    forget_fan_out_clients()
-    census_reset()
-    if server.process:
-        server.process.send_signal(signal.SIGCONT)
-    server.cleanup()
-
-
-def _person(username: str, role: str, *groups: str) -> Client:
-    user = user_create(username=username, password=f"{username}-password", role=role)
-    for name in groups:
-        user.groups.add(Group.objects.get_or_create(name=name)[0])
-    client = Client()
-    client.force_login(user)
-    return client
+    with staging_and_production(redis_cluster, settings) as found:
+        yield found
 
 
 @pytest.fixture
 def vera() -> Client:
     """A viewer outside every group: sees staging, not production (whose grant names oncall)."""
-    return _person("vera", VIEWERS)
+    return person("vera", VIEWERS)
 
 
 @pytest.fixture
 def otto() -> Client:
     """An operator who may act on staging and look at production."""
-    return _person("otto", OPERATORS, "staging-ops", "oncall")
+    return person("otto", OPERATORS, "staging-ops", "oncall")
 
 
 @pytest.fixture
 def sara() -> Client:
     """An operator who may act on both."""
-    return _person("sara", OPERATORS, "staging-ops", "oncall", "sre")
+    return person("sara", OPERATORS, "staging-ops", "oncall", "sre")
 
 
 def _retry(client: Client, mq: EchoMQ, deployment: str, job_id: str) -> TestResponse:

@@ -144,6 +144,7 @@ REQUESTS: dict[str, Request] = {
     "api-root": get("/api/", public=True),  # no such endpoint: 404 for everyone
     "queues_list": get("/api/queues"),
     "deployments_list": get("/api/deployments", "id=a"),
+    "deployments_search": get("/api/deployments/search", "state=failed&error=boom"),
     "queue_detail": get("/api/queue", "q={q}"),
     "queue_slo": get("/api/queues/{q}/slo"),
     "queue_slo_set": api_body("/api/queues/{q}/slo", {"metric": "wait", "under_ms": 30000, "target": 95}),

@@ -186,6 +186,7 @@ VIEWS: dict[str, Entry] = {
     # A deploy mark is every queue's (no grant narrows it); the second in the same minute is the same mark (200).
     "api/failures": page("/api/failures", "q={q}", get=API_READ),
     "api/deployments": page("/api/deployments", "id=a", get=API_READ),
+    "api/deployments/search": page("/api/deployments/search", "state=failed&error=boom", get=API_READ),
     # A slice of a failure group is a bulk action: the confirmation comes first, whatever it matches.
     "api/failures/actions": Entry("/api/failures/actions", {"POST": API_ASK}, json_body={
         "queue": "{q}", "move": "retry", "group": "0123456789ab"}),

@@ -94,6 +94,12 @@ def _hint_failed(error: Exception) -> None:
     log.warning("could not note a claim's lease deadline in the lease index: %s", error)
 
 
+def _hints_answered(replies: list[Any] | Exception) -> None:
+    for reply in replies if isinstance(replies, list) else [replies]:
+        if isinstance(reply, Exception):
+            _hint_failed(reply)
+
+
 def _packed(calls: list[Call[Any]]) -> bytes:
     return b"".join(hiredis.pack_command(_evalsha(call)) for call in calls)
 
@@ -1058,12 +1064,21 @@ class AsyncEchoMQ(Described):
                 error = failed
 
     async def _hint_leases(self, calls: list[Call[Any]], results: list[Any]) -> None:
-        """Sends the lease index writes in a task of their own, so that the claim's jobs start no later."""
+        """Sends the lease index writes without waiting for them, so that the claim's jobs start no later: on
+        the lean wire when it is open (one write, as the blocking runner does), else in a task of their own."""
         hints = _lease_hints(calls, results, self.redis)
-        if hints:
-            task = asyncio.create_task(self._send_hints(hints))
-            self._hints.add(task)
-            task.add_done_callback(self._hints.discard)
+        if not hints:
+            return
+        wire = self._open_wire()
+        if wire is not None:
+            try:
+                wire.send(b"".join(hiredis.pack_command(hint) for hint in hints), len(hints), _hints_answered)
+            except Exception as error:
+                _hint_failed(error)
+            return
+        task = asyncio.create_task(self._send_hints(hints))
+        self._hints.add(task)
+        task.add_done_callback(self._hints.discard)
 
     async def _send_hints(self, hints: list[tuple[Any, ...]]) -> None:
         for hint in hints:
@@ -1231,6 +1246,17 @@ class AsyncEchoMQ(Described):
         if is_cluster_client(self.redis):
             raise InvalidInput("wait_replicas needs plain TCP or unix connections to every master (not TLS)")
         return await self._pipelined_on_pool(packed, len(commands))
+
+    def _open_wire(self) -> Wire | None:
+        """This loop's lean wire to a standalone server when it is open and usable, else None (a cluster's
+        index shard may live on another node than the one a wire reaches)."""
+        if self._wire_options is None or is_cluster_client(self.redis):
+            return None
+        opening = self._wires.get((asyncio.get_running_loop(), ""))
+        if opening is None or not opening.done() or opening.cancelled() or opening.exception() is not None:
+            return None
+        wire = opening.result()
+        return wire if wire.usable else None
 
     async def _wire(self, where: str, options: dict[str, Any]) -> Wire:
         loop = asyncio.get_running_loop()

@@ -107,4 +107,14 @@ def connect_async(url: str | None = None, *, socket_timeout: float | None = 5.0,
 
 
 def is_cluster_client(client: object) -> bool:
-    return isinstance(client, (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster))
+    # Asked several times per job on a worker's path; redis-py's cluster classes have typing's protocol
+    # metaclass, whose isinstance check costs a few microseconds each time, so the answer is kept per class.
+    kind = type(client)
+    known = _CLUSTER_CLASSES.get(kind)
+    if known is None:
+        known = _CLUSTER_CLASSES[kind] = issubclass(kind, (redis.cluster.RedisCluster,
+                                                            redis.asyncio.cluster.RedisCluster))
+    return known
+
+
+_CLUSTER_CLASSES: dict[type, bool] = {}

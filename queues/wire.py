@@ -21,6 +21,7 @@ import asyncio
 import select
 import socket
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -45,10 +46,14 @@ def wire_options(connection_class: type, kwargs: dict[str, Any]) -> dict[str, An
                                                  "socket_timeout", "socket_connect_timeout")}
 
 
+# What waits for a write's replies: a caller's future, or (for a write nobody awaits) a function called with them.
+Answered = Callable[[list[Any] | Exception], None]
+
+
 class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.reader = hiredis.Reader(replyError=BaseParser.parse_error)
-        self.waiters: deque[tuple[asyncio.Future[list[Any]], int, list[Any]]] = deque()
+        self.waiters: deque[tuple[asyncio.Future[list[Any]] | Answered, int, list[Any]]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost: Exception | None = None
 
@@ -62,12 +67,14 @@ class _Protocol(asyncio.Protocol):
             reply = self.reader.gets()
             if reply is False:
                 return
-            future, count, replies = waiters[0]
+            waiter, count, replies = waiters[0]
             replies.append(reply)
             if len(replies) == count:
                 waiters.popleft()
-                if not future.done():
-                    future.set_result(replies)
+                if not isinstance(waiter, asyncio.Future):
+                    waiter(replies)
+                elif not waiter.done():
+                    waiter.set_result(replies)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail(redis.exceptions.ConnectionError(f"connection to redis lost: {exc or 'closed'}"))
@@ -75,9 +82,11 @@ class _Protocol(asyncio.Protocol):
     def fail(self, error: Exception) -> None:
         self.lost = self.lost or error
         while self.waiters:
-            future = self.waiters.popleft()[0]
-            if not future.done():
-                future.set_exception(error)
+            waiter = self.waiters.popleft()[0]
+            if not isinstance(waiter, asyncio.Future):
+                waiter(error)
+            elif not waiter.done():
+                waiter.set_exception(error)
 
 
 class Wire:
@@ -135,6 +144,16 @@ class Wire:
             protocol.fail(error)
             self.close()
             raise error from None
+
+    def send(self, packed: bytes, count: int, answered: Answered) -> None:
+        """Writes commands nobody awaits: ``answered`` is called with their ``count`` replies as they arrive
+        (or with the error that failed the connection). No task, no future: a worker's lease hint after each
+        claim costs one write. A reply that never comes is caught by the next :meth:`call`'s timeout."""
+        protocol = self._protocol
+        if protocol.lost is not None:
+            raise protocol.lost
+        protocol.waiters.append((answered, count, []))
+        protocol.transport.write(packed)  # type: ignore[union-attr]
 
     def close(self) -> None:
         transport = self._protocol.transport

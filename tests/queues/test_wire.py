@@ -9,7 +9,7 @@ import redis
 from queues import AsyncEchoMQ, EchoMQ, InvalidInput, Unavailable, moves
 from queues.client import BlockingRunner
 from queues.connection import connect_async
-from queues.keys import QueueKeys
+from queues.keys import LEASE_INDEX, QueueKeys
 from queues.moves import Call
 from queues.wire import wire_options
 from tests.support.redis_servers import RedisClusterNodes
@@ -95,6 +95,34 @@ async def test_a_killed_connection_fails_its_waiting_callers_and_the_next_call_r
     await client.close()
 
     assert after == ["again"]
+
+
+async def test_a_claims_lease_note_is_written_and_leaves_the_next_callers_replies_in_place(
+        mq: EchoMQ, redis_url: str) -> None:
+    mq.enqueue_many("mail", ["a", "b"])
+    client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+    [claimed] = await client.run_many([moves.claim("mail", lease_ms=5_000)])
+    # Sent at once after the note, before its reply is read: the note's reply must not land on this call.
+    after = await client.run_many(_enqueues("mail", ["next"]))
+    await client.close()
+
+    assert after == ["next"]
+    assert mq.redis.zscore(LEASE_INDEX, "mail") == claimed[0].lease_deadline_ms
+
+
+async def test_a_lease_note_redis_refuses_is_logged_and_the_claim_and_the_next_call_stand(
+        mq: EchoMQ, redis_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    mq.redis.set(LEASE_INDEX, "not a sorted set")
+    mq.enqueue("mail", "x")
+    client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+    [claimed] = await client.run_many([moves.claim("mail")])
+    after = await client.run_many(_enqueues("mail", ["next"]))
+    await client.close()
+
+    assert mq.job("mail", claimed[0].id).state == "active"
+    assert after == ["next"]
+    assert "could not note a claim's lease deadline in the lease index" in caplog.text
+    assert "WRONGTYPE" in caplog.text
 
 
 async def test_the_urls_database_is_selected_on_the_lean_connection(mq: EchoMQ, redis_url: str) -> None:

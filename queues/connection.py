@@ -41,7 +41,7 @@ POOL_WAIT_S: Final = 20.0
 
 def max_connections() -> int:
     text = os.environ.get("EMQ_REDIS_MAX_CONNECTIONS", "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else MAX_CONNECTIONS
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else MAX_CONNECTIONS
 
 
 def _options(socket_timeout: float | None) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def _point(start_ms: int, size_ms: int, flat: list[Any]) -> LatencyPoint:
         name, value = _text(flat[i]), digits(flat[i + 1])
         if value is None:
             continue
-        if name[:1] in ("W", "R") and name[1:].isdigit():
+        if name[:1] in ("W", "R") and name[1:].isascii() and name[1:].isdigit():
             (wait if name[0] == "W" else run)[int(name[1:])] = value
         else:
             counts[name] = value

@@ -190,7 +190,8 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, (int, float)) and math.isfinite(value):
         return int(value)
-    if isinstance(value, str) and value.lstrip("-").isdigit() and len(value) <= 15:
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) <= 15:
         return int(value)
     return None
 

@@ -113,7 +113,7 @@ def place_order_api(request: HttpRequest) -> JsonResponse:
     if request.content_type != "application/json":
         return _refused(caller, 415, "send the order as application/json")
     declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         return _refused(caller, 413, f"the body is {declared} bytes; the limit is {MAX_BODY_BYTES}")
     body = request.read(MAX_BODY_BYTES + 1)
     try:

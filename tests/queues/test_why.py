@@ -193,6 +193,18 @@ def test_failed_jobs_say_exhausted_cancelled_or_corrupt_and_finished_ones_done(a
     assert any_mq.job_why("mail", "nobody").top.code == "missing"
 
 
+@pytest.mark.parametrize("digits", ["\u00b2", "\u0661\u0662", "\u2460"])
+def test_attempts_in_digits_that_are_not_ascii_are_read_as_unknown_not_an_error(any_mq: EchoMQ, digits: str) -> None:
+    # str.isdigit() takes each of these, and int() refuses '²' and '①': the why read must not raise on them.
+    any_mq.redis.hset(QueueKeys("mail").job("odd"), mapping={"state": "failed", "attempts": digits,
+                                                             "max_attempts": digits, "payload": "x"})
+    any_mq.redis.zadd(QueueKeys("mail").failed, {"odd": 1})
+
+    top = any_mq.job_why("mail", "odd").top
+
+    assert top.evidence["attempts"] is None and top.evidence["max_attempts"] == 3
+
+
 def test_a_job_whose_hash_and_sets_disagree_is_an_integrity_finding_with_its_repair(any_mq: EchoMQ) -> None:
     any_mq.enqueue("mail", "a", job_id="j")
     any_mq.redis.zadd(QueueKeys("mail").active, {"j": 1})

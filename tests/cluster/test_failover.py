@@ -10,6 +10,8 @@ from queues import ClaimedJob, EchoMQ, Unavailable
 from queues.cluster import cluster_view, queue_placements, queue_slot
 from queues.connection import connect
 from queues.integrity import check_queue
+from queues.keys import QueueKeys
+from queues.lease_index import shard_of
 from queues.scripts import script
 from queues.sweeper import Sweeper, sweeper_lock
 from queues.worker import Worker
@@ -34,6 +36,34 @@ def _reader(url: str, queues: list[str], log: list[tuple[float, bool]]) -> Calla
                 log.append((time.monotonic(), False))
             time.sleep(0.02)
     return loop
+
+
+def _what_is_left(mq: EchoMQ, queues: list[str], workers: list[Worker], running: list[Background],
+                  sweeper: Sweeper, limit: int = 20) -> str:
+    """Per queue, the counts and up to ``limit`` jobs of each state but done (state, attempts, lease deadline
+    against the server's clock, last error; the queue's score in its lease index shard), and each loop's health:
+    what a timeout needs to tell a stuck job, or one that ran out of attempts, from a slow machine."""
+    lines: list[str] = []
+    for q in queues:
+        try:
+            shard = shard_of(mq.redis, q)
+            score = mq.redis.zscore(shard.index_key, q)
+            lines.append(f"{q}: {mq.stats(q).counts}; lease index {shard.index_key} score {score}")
+            for state in ("pending", "active", "failed"):
+                for raw in mq.redis.zrange(getattr(QueueKeys(q), state), 0, limit - 1):
+                    job = mq.job(q, raw.decode() if isinstance(raw, bytes) else str(raw))
+                    deadline = job.scores.get("active")
+                    lapsed = "" if deadline is None else f", lease deadline {deadline} ({deadline - job.now_ms:+d} ms)"
+                    lines.append(f"  {state} {job.id}: state {job.fields.get('state', b'?').decode()}, attempts "
+                                 f"{job.fields.get('attempts', b'?').decode()}{lapsed}, server time {job.now_ms}, "
+                                 f"last error {job.fields.get('last_error', b'').decode()!r}")
+        except Exception as error:  # a diagnostic: say what could not be read and go on
+            lines.append(f"{q}: could not read: {error!r}")
+    for w, task in zip(workers, running):
+        lines.append(f"worker {w.queue}: alive {task.thread.is_alive()} error {task.error!r} {w.stats}")
+    lines += [f"{task.thread.name}: alive {task.thread.is_alive()} error {task.error!r}" for task in running[len(workers):]]
+    lines.append(f"sweeper: alive {sweeper._thread is not None and sweeper._thread.is_alive()} last {sweeper.last}")
+    return "\n".join(lines)
 
 
 def test_workers_and_reads_carry_on_through_a_master_failover_and_lose_nothing(ha_cluster: RedisClusterNodes) -> None:
@@ -78,7 +108,11 @@ def test_workers_and_reads_carry_on_through_a_master_failover_and_lose_nothing(h
     def all_done() -> bool:
         return (all(mq.stats(q).counts["done"] == JOBS_PER_QUEUE for q in queues)
                 and mq.stats(waiting_queue).counts["done"] == len(waiting_jobs))
-    wait_until(lambda: eventually(all_done), 90, "every job to be done")
+    try:
+        wait_until(lambda: eventually(all_done), 90, "every job to be done")
+    except AssertionError as timed_out:
+        left = _what_is_left(mq, [*queues, waiting_queue], workers, running, sweeper)
+        raise AssertionError(f"{timed_out}\n{left}") from timed_out
     sweeper.stop()
     for task in running:
         task.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from queues import AsyncEchoMQ, ClaimedJob, EchoMQ, InvalidInput
-from queues.keys import STATES, QueueKeys
+from queues.keys import LEASE_INDEX, STATES, QueueKeys
 from queues.worker import HandlerThreads, Worker, WorkerStats, load_handler
 from tests.support.redis_servers import RedisServer
 from tests.support.waiting import wait_until
@@ -179,6 +179,30 @@ async def test_a_recovered_job_is_not_reported_by_the_worker_that_lost_it(mq: Ec
     assert [(e.move, e.attempts) for e in reversed(mq.events("reports"))] == [
         ("enqueue", "0"), ("claim", "1"), ("recover", "1"), ("claim", "2"), ("complete", "2")]
     assert (stats.lost, stats.completed, stats.refused_reports) == (1, 1, 0)
+
+
+async def test_a_lapsed_lease_whose_note_the_lease_index_lost_is_recovered_by_the_queues_own_worker(
+        mq: EchoMQ, redis_url: str) -> None:
+    # A claimer whose connection closed after its claim ran: its note never reached the index, and it never
+    # reports. No sweeper runs here; the index knows nothing of the queue.
+    job_id = mq.enqueue("reports", "orphan")
+    claimer = EchoMQ.from_url(redis_url, actor="claimer-gone")
+    assert [job.id for job in claimer.claim("reports", lease_ms=100)] == [job_id]
+    claimer.close()
+    mq.redis.zrem(LEASE_INDEX, "reports")
+    assert mq.redis.zscore(LEASE_INDEX, "reports") is None
+    attempts: list[int] = []
+
+    worker = Worker(queue="reports", handler=lambda job: attempts.append(job.attempts), url=redis_url,
+                    lease_ms=300, poll_ms=20, actor="worker-1")
+    stats = await _serve_until(worker, lambda: mq.job("reports", job_id).state == "done")
+
+    # Its heartbeat's recover_expired reads the queue's active set by lease deadline, not the index.
+    assert attempts == [2]
+    assert [(e.move, e.actor) for e in reversed(mq.events("reports")) if e.move != "extend"] == [
+        ("enqueue", "test"), ("claim", "claimer-gone"), ("recover", "worker-1"), ("claim", "worker-1"),
+        ("complete", "worker-1")]
+    assert (stats.completed, stats.lost) == (1, 0)
 
 
 async def test_it_keeps_working_when_redis_goes_away_and_comes_back() -> None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from queues import EchoMQ, NothingToClaim, Refused, Unavailable
+from queues import EchoMQ, NothingToClaim, Refused, Unavailable, moves
 from queues.connection import connect
 from queues.errors import NotReplicated
 from queues.worker import Worker
@@ -57,7 +57,14 @@ def serve_in_thread(worker: Worker) -> Callable[[threading.Event], Any]:
 
 
 def waiting_worker(url: str, queues: list[str], acked: list[tuple[str, str, int, float]]) -> Callable[[threading.Event], int]:
-    """A hand-written claim/complete loop with WAIT 1: records each completion a replica acknowledged."""
+    """A hand-written claim/complete loop with WAIT 1: records each completion a replica acknowledged.
+
+    It works every job it holds, as a runtime must: a claim that fewer replicas acknowledged (on a master
+    that lost its replica, every claim) still ran and still holds its jobs; walking away from them would
+    leave their leases to lapse and spend one of their three attempts each time, until the last one
+    lapses to failed. A completion whose outcome is unknown (Redis unreachable) is sent again (a job it did
+    complete is then refused); one that ran without its WAIT is done but not recorded as acknowledged.
+    """
     def loop(stop: threading.Event) -> int:
         mq = EchoMQ(connect(url), actor="waiting", wait_replicas=1, wait_timeout_ms=500)
         unavailable = 0
@@ -65,20 +72,27 @@ def waiting_worker(url: str, queues: list[str], acked: list[tuple[str, str, int,
             for queue in queues:
                 try:
                     jobs = mq.claim(queue, lease_ms=1500, count=5)
-                except (NothingToClaim, NotReplicated):
+                except NothingToClaim:
                     continue
+                except NotReplicated as unconfirmed:
+                    jobs = unconfirmed.result  # type: ignore[assignment]
                 except Unavailable:
                     unavailable += 1
                     time.sleep(0.05)
                     continue
-                for job in jobs:
+                # One script and one WAIT for the batch, so that no lease lapses while WAITs time out one by one.
+                while jobs and not stop.is_set():
                     try:
-                        mq.complete(queue, job.id, job.token)
-                    except (Refused, NotReplicated):
-                        continue
+                        finished = mq.run(moves.complete_many(queue, [(job.id, job.token) for job in jobs],
+                                                              actor=mq.actor))
+                    except NotReplicated:
+                        break
                     except Unavailable:
                         unavailable += 1
+                        time.sleep(0.05)
                         continue
-                    acked.append((queue, job.id, job.attempts, time.monotonic()))
+                    acked.extend([(queue, job.id, job.attempts, time.monotonic())
+                              for job, at in zip(jobs, finished) if not isinstance(at, Refused)])
+                    break
         return unavailable
     return loop

@@ -767,6 +767,8 @@ def _say_started(what):
     # One write, so that a log line of the loop's thread cannot land inside it.
     sys.stderr.write(f"started {what}\\n")
     sys.stderr.flush()
+    # For the test: the worker has read the claim's reply (Redis shows the job active before it has).
+    open(GO + ".started", "a").close()
 
 
 def hold(job):
@@ -782,11 +784,24 @@ async def hold_async(job):
 '''
 
 
+def _wait_for_worker(worker: subprocess.Popen[str], mq: EchoMQ, predicate: Callable[[], object], what: str) -> None:
+    """:func:`wait_until` for a worker process: on a timeout it is killed, and the failure tells the counts,
+    the queue's last moves and the worker's stderr, so that it says what happened."""
+    try:
+        wait_until(predicate, 20, what)
+    except AssertionError as timeout:
+        counts = mq.stats("mail").counts
+        moves = [(e.move, e.job_id) for e in mq.events("mail", count=100)]
+        worker.kill()
+        _, err = worker.communicate(timeout=20)
+        raise AssertionError(f"{timeout}; counts {counts}; moves {moves}; the worker said:\n{err}") from None
+
+
 @pytest.mark.parametrize("handler", ["hold", "hold_async"])
 def test_after_sigterm_the_prefetched_jobs_are_released_while_the_held_handler_runs_and_none_starts(
         mq: EchoMQ, redis_url: str, tmp_path: Path, handler: str) -> None:
     (tmp_path / "held_handler.py").write_text(HELD)
-    go = tmp_path / "go"
+    go, started = tmp_path / "go", tmp_path / "go.started"
     ids = [mq.enqueue("mail", "x", job_id=f"{n}-job") for n in range(5)]
     code = textwrap.dedent(f"""
         import logging
@@ -798,12 +813,15 @@ def test_after_sigterm_the_prefetched_jobs_are_released_while_the_held_handler_r
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "EMQ_TEST_GO": str(go)}
     worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        # The handler holds the first job; the worker holds two more, prefetched.
-        wait_until(lambda: mq.stats("mail").counts["active"] == 3, 20, "one job running and two prefetched")
+        # The handler holds the first job; the worker holds two more, prefetched. A SIGTERM before the worker
+        # has read the claim's reply would hand back all three (a claim answered after SIGTERM starts nothing).
+        _wait_for_worker(worker, mq, lambda: started.exists() and mq.stats("mail").counts["active"] == 3,
+                         "one job running and two prefetched")
         worker.send_signal(signal.SIGTERM)
         # Released at once: the handler still holds its job (the grace period is a minute).
-        wait_until(lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0, "failed": 0}, 20,
-                   "the prefetched jobs handed back while the handler runs")
+        _wait_for_worker(worker, mq, lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0,
+                                                                         "failed": 0},
+                         "the prefetched jobs handed back while the handler runs")
         assert worker.poll() is None
         go.touch()
         _, err = worker.communicate(timeout=20)
@@ -824,7 +842,7 @@ def test_after_sigterm_the_prefetched_jobs_are_released_while_the_held_handler_r
 def test_after_sigterm_the_job_a_lone_async_handler_claimed_ahead_goes_back_at_once_unstarted(
         mq: EchoMQ, redis_url: str, tmp_path: Path) -> None:
     (tmp_path / "held_handler.py").write_text(HELD)
-    go = tmp_path / "go"
+    go, started = tmp_path / "go", tmp_path / "go.started"
     ids = [mq.enqueue("mail", "x", job_id=f"{n}-job") for n in range(5)]
     # The default engine for one async handler: no prefetch asked for.
     code = textwrap.dedent(f"""
@@ -836,12 +854,15 @@ def test_after_sigterm_the_job_a_lone_async_handler_claimed_ahead_goes_back_at_o
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "EMQ_TEST_GO": str(go)}
     worker = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        # The handler holds the first job; the claim sent as it started holds the next one.
-        wait_until(lambda: mq.stats("mail").counts["active"] == 2, 20, "one job running and one claimed ahead")
+        # The handler holds the first job; the claim sent as it started holds the next one (which goes back
+        # alike if its reply comes after the SIGTERM).
+        _wait_for_worker(worker, mq, lambda: started.exists() and mq.stats("mail").counts["active"] == 2,
+                         "one job running and one claimed ahead")
         worker.send_signal(signal.SIGTERM)
         # Released at once: the handler still holds its job (the grace period is a minute).
-        wait_until(lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0, "failed": 0}, 20,
-                   "the job claimed ahead handed back while the handler runs")
+        _wait_for_worker(worker, mq, lambda: mq.stats("mail").counts == {"pending": 4, "active": 1, "done": 0,
+                                                                         "failed": 0},
+                         "the job claimed ahead handed back while the handler runs")
         assert worker.poll() is None
         go.touch()
         _, err = worker.communicate(timeout=20)

@@ -29,6 +29,7 @@ PAGE_WITHIN_S = 5.0
 class Console:
     url: str
     cookies: dict[str, str]
+    access_log: Path
 
     def ws(self, user: str, path: str = "/ws/overview/") -> websockets.connect:
         return websockets.connect(self.url.replace("http://", "ws://").rstrip("/") + path, open_timeout=60,
@@ -48,11 +49,13 @@ def console() -> Iterator[Console]:
     for name in ("mail", "billing", "reports"):
         mq.enqueue(name, "x")
     mq.close()
-    # daphne drops a handshake the application has not answered within --websocket_connect_timeout (5 s by
-    # default) with no HTTP response at all. At load 10 the console reads 500 sessions in longer than that, so
-    # the refusals asserted here would be dropped handshakes instead: the caps, not daphne's timer, are tested.
-    url, daphne = start_daphne(env, workdir, "daphne", options=("--websocket_connect_timeout", "120"))
-    yield Console(url, cookies)
+    # daphne refuses (403) a handshake the application has not answered within --websocket_connect_timeout (5 s
+    # by default): at load 10 the console may take longer over 500 sessions, and the caps are tested, not that
+    # timer. Its access log is where each handshake's answer is read (below).
+    access_log = workdir / "access.log"
+    url, daphne = start_daphne(env, workdir, "daphne",
+                               options=("--websocket_connect_timeout", "120", "--access-log", str(access_log)))
+    yield Console(url, cookies, access_log)
     stop_daphne(daphne)
     server.cleanup()
 
@@ -101,9 +104,18 @@ def test_500_sockets_from_one_viewer_leave_another_users_page_and_socket_served(
     results, page_s, first = asyncio.run(run())
 
     failed = [r for r in results if isinstance(r, BaseException)]
+    # A socket over the cap is accepted and closed with 4429 at once. daphne (autobahn) waits 1 s for the client's
+    # half of the closing handshake, then aborts the connection: the reset makes the client's kernel drop what the
+    # client had not read yet, the 101 answer included. At load 10 this client (500 sockets on one event loop) is
+    # that slow for some of them, which then see the connection end before a status line. The server's access log
+    # says whether it answered each handshake; a cut answer is counted as the close it was, any other failure fails.
+    cut = [r for r in failed if isinstance(r, websockets.InvalidMessage) and isinstance(r.__cause__, EOFError)]
+    answered = console.access_log.read_text().count('"WSCONNECT /ws/overview/"')
     print(f"\n500 sockets: {results.count(None)} open, {results.count(TOO_MANY_SOCKETS)} closed 4429, "
-          f"{len(failed)} failed; another user's page in {page_s:.2f} s")
-    assert failed == []
-    assert results.count(None) == PER_USER and results.count(TOO_MANY_SOCKETS) == SOCKETS - PER_USER
+          f"{len(cut)} closed before the client read the answer, {len(failed) - len(cut)} failed otherwise; "
+          f"{answered} handshakes accepted; another user's page in {page_s:.2f} s")
+    assert [r for r in failed if r not in cut] == []
+    assert answered == SOCKETS + 1  # the viewer's and the other user's: every handshake was answered
+    assert results.count(None) == PER_USER and results.count(TOO_MANY_SOCKETS) + len(cut) == SOCKETS - PER_USER
     assert page_s < PAGE_WITHIN_S
     assert "<" in first

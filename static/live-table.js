@@ -248,8 +248,11 @@
     const shown = actions.querySelector("form.job-actions");
     if (!shown) return;
     const state = shown.querySelector("input[name=state]").value, attempts = shown.querySelector("input[name=attempts]").value;
-    if (now.dataset.state !== state || now.dataset.attempts !== attempts) {
-      const text = now.dataset.state ? movedText(now.dataset.state, now.dataset.attempts) : "now gone";
+    // The buttons' form holds what a move compares against (~absent for a job without a state), as data-expected
+    // does; data-state is the hash's field as shown ('' for none).
+    if (now.dataset.expected !== state || now.dataset.attempts !== attempts) {
+      const text = !now.dataset.expected ? "now gone"
+        : movedText(now.dataset.state || "without a state", now.dataset.attempts);
       let span = actions.querySelector(".row-note");
       // After the buttons, not before them: no button moves.
       if (!span) { span = document.createElement("span"); span.className = "row-note"; actions.append(span); }
@@ -331,7 +334,8 @@
     Idiomorph.morph(current, incoming, { morphStyle: "outerHTML" });
     waitingOverview = null;
     htmx.process(overviewTable());
-    if (focused && !focused.isConnected && focusedRow && focused === focusedRow) {
+    // A row the morph replaced, or moved (a moved element loses focus too), hands focus to the row of that queue.
+    if (focused && focusedRow && focused === focusedRow && document.activeElement !== focused) {
       const again = document.getElementById(focusedRow.id);
       if (again && again.closest("#overview-table")) again.focus();
     }

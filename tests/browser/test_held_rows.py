@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.presenters import dom_id
-from queues import EchoMQ, moves
+from queues import EchoMQ, QueueKeys, moves
 from tests.support.browser import Console, wait_until_live
 from tests.support.jobs import failed_jobs
 
@@ -278,3 +278,29 @@ def test_the_job_pages_buttons_hold_still_under_the_pointer(operator_page: Page,
     page.mouse.click(5, 5)
     expect(page.locator("#job-actions button[value=cancel]")).to_be_visible()
     expect(page.locator("#job-actions button[value=retry]")).to_have_count(0)
+
+
+def test_a_push_that_leaves_a_job_without_a_state_as_it_was_does_not_mark_its_buttons_moved_on(
+        operator_page: Page, console: Console, mq: EchoMQ) -> None:
+    # The buttons compare against "~absent" for a job without a state, the page's data-state is '': a push read
+    # while the pointer is on the buttons once took that for a move and disabled them.
+    page = operator_page
+    keys = QueueKeys("hold-odd")
+    mq.redis.hset(keys.job("nostate"), mapping={"attempts": "2", "payload": "x"})
+    mq.redis.zadd(keys.pending, {"nostate": 1})
+    mq.redis.sadd("emq:queues", keys.queue)
+    page.goto(console.url + "job/?q=hold-odd&id=nostate")
+    wait_until_live(page)
+    delete = page.locator("#job-actions button[value=delete]")
+    delete.hover()
+
+    # Not a move (state and attempts stay), and an event naming the job, as a writer of another runtime might
+    # leave: the page reads the job again now.
+    mq.redis.hset(keys.job("nostate"), "note", "marker-7")
+    mq.redis.xadd(keys.events, {"move": "note", "id": "nostate"})
+
+    expect(page.locator("#job-core")).to_contain_text("marker-7", timeout=15_000)
+    expect(page.locator("#job-actions .row-note")).to_have_count(0)
+    assert delete.get_attribute("aria-disabled") is None
+    delete.click()
+    expect(page.locator("dialog.confirm-dialog")).to_be_visible()

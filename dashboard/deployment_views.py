@@ -24,7 +24,7 @@ from .fan_out import FIND_QUEUES, TOTAL_STATES, TOTALS_QUEUES, every_deployment
 from .fan_out_search import SHOWN_PER_DEPLOYMENT, SearchBusy, readers_on, search_every_deployment
 from .http import HtmxHttpRequest
 from .roles import can_view
-from .search.requests import FORM_FIELDS
+from .search.requests import search_form
 from .viewing import no_role_answer
 
 NO_DEPLOYMENT = "Your account may see none of the console's deployments. Ask an admin for a grant."
@@ -50,8 +50,8 @@ def deployments_page(request: HtmxHttpRequest) -> HttpResponse:
         context["message"] = str(error)
     context.update(totals=every.totals, found=every.found, missing=every.missing, partial=every.partial)
     status = 400 if context.get("message") else 200
-    form = {name: request.GET.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
-    context.update(form={**form, "state": form["state"] or "failed"}, searched=None, shown=SHOWN_PER_DEPLOYMENT,
+    form = search_form(request.GET)
+    context.update(form=form, searched=None, shown=SHOWN_PER_DEPLOYMENT,
                    search_budget_s=float(settings.EMQ_DEPLOYMENT_SEARCH_BUDGET_S))
     # The search form always sends a state; the find-a-job form never does.
     if "state" in request.GET:

@@ -30,9 +30,6 @@ from .search.requests import SearchRequest
 # Matches shown per deployment (each with its payload head); the rest are counted.
 SHOWN_PER_DEPLOYMENT: Final = 20
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=None, detail=SHOWN_PER_DEPLOYMENT)
-# As the search socket: a payload-text search checked against masked values reads each match's head, so fewer.
-CHECKED_MAX_MATCHES: Final = 10_000
-CHECKED_STEP_MATCHES: Final = 50
 # The clock a request's ages (``2h``) are read against on each deployment: any queue name does.
 CLOCK_QUEUE: Final = "emq"
 # Searches sleep between steps (the duty cycle): they get threads of their own, so the totals never wait behind them.
@@ -85,13 +82,6 @@ class EverySearch:
     partial: list[str]
 
 
-def search_limits(*, checked: bool) -> Limits:
-    bounds = console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES))
-    if checked:
-        return replace(bounds, detail=None, max_matches=CHECKED_MAX_MATCHES, step_matches=CHECKED_STEP_MATCHES)
-    return bounds
-
-
 def readers_on(user: Any, deployments: Sequence[Deployment]) -> dict[str, Reader]:
     """The reader ``user`` is on each deployment (who may unmask depends on the deployment's act grants)."""
     readers = {}
@@ -128,7 +118,8 @@ def deployment_search(form: Mapping[str, str], reader: Reader, *, budget_s: floa
         if problem:
             return DeploymentSearch(0, len(names), 0, refused=problem)
         keep = masked_text_keeper(request.query, maskers)
-        engine = Search(request.query, names, search_limits(checked=keep is not None), pacer=process_pacer(), keep=keep)
+        bounds = console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES), checked=keep is not None)
+        engine = Search(request.query, names, bounds, pacer=process_pacer(), keep=keep)
         shown: list[Match] = []
         short_of = [stale] if stale else []
         steps = 0

@@ -45,7 +45,7 @@ from dashboard.actions.models import AuditEntry
 from dashboard.actions.previews import Preview
 from dashboard.alerts.api import rules_router as alert_rules_router, silences_router as alert_silences_router
 from dashboard.bearer import NOT_BEARER, request_bearer
-from dashboard.deployments import current, deployment_refusal, visible_to
+from dashboard.deployments import Deployment, current, deployment_refusal, visible_to
 from dashboard.fan_out import every_deployment
 from dashboard.fan_out_search import SearchBusy, readers_on, search_every_deployment
 from dashboard.orders.models import ApiToken
@@ -271,17 +271,23 @@ def _operator(request: HttpRequest, data: dict[str, Any], action: str = "") -> A
 
 # Reads ------------------------------------------------------------------------------------------
 
+def _deployments_seen_by(user: Any) -> list[Deployment]:
+    """The deployments ``user`` may see; PermissionDenied when they may see none, or not the console at all."""
+    if not can_view(user):
+        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
+    shown = visible_to(user)
+    if not shown:
+        raise PermissionDenied(f"{user} may see none of the console's deployments")
+    return shown
+
+
 @api.get("/deployments", response={200: s.DeploymentsOut, **ERRORS},
          summary="Every deployment's job totals (and where a job id is), each within its time budget")
 def deployments_list(request: HttpRequest, id: str = Query("", max_length=256)) -> Any:
     """Every deployment the caller may see is asked at once, within ``EMQ_DEPLOYMENT_BUDGET_S``; one that does
     not answer is named in ``missing`` and its entry says why, never left out."""
     user = request.auth  # type: ignore[attr-defined]
-    if not can_view(user):
-        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
-    shown = visible_to(user)
-    if not shown:
-        raise PermissionDenied(f"{user} may see none of the console's deployments")
+    shown = _deployments_seen_by(user)
     every = every_deployment(shown, job_id=parse_job_id_token(id.strip()),
                              budget_s=float(settings.EMQ_DEPLOYMENT_BUDGET_S))
     found = {answer.deployment.name: answer.value for answer in every.found or []}
@@ -303,11 +309,7 @@ def deployments_search(request: HttpRequest, filters: Query[s.DeploymentSearchIn
     when it is only a floor), its first matches and why it did not answer. A bad search is a 400 and nothing runs;
     a 429 when the caller (or the console process) runs as many searches as it may."""
     user = request.auth  # type: ignore[attr-defined]
-    if not can_view(user):
-        raise PermissionDenied(f"{user} may not view the console (needs {VIEW_PERMISSION})")
-    shown = visible_to(user)
-    if not shown:
-        raise PermissionDenied(f"{user} may see none of the console's deployments")
+    shown = _deployments_seen_by(user)
     readers = readers_on(user, shown) if getattr(request, "emq_token_scope", ApiToken.Scope.ACT) == ApiToken.Scope.ACT \
         else {d.name: Reader(False) for d in shown}
     try:

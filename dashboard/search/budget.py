@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Final
 
 from django.conf import settings
 
@@ -85,7 +86,16 @@ def process_pacer() -> Pacer:
         return _pacer
 
 
-def console_limits(limits: Limits) -> Limits:
-    """``limits`` held to the console's Redis-time budget per search."""
+CHECKED_MAX_MATCHES: Final = 10_000
+CHECKED_STEP_MATCHES: Final = 50
+
+
+def console_limits(limits: Limits, *, checked: bool = False) -> Limits:
+    """``limits`` held to the console's Redis-time budget per search and, ``checked`` (a
+    payload-text search whose matches are checked against masked values), to fewer matches: each comes with its
+    head, which the check needs, and a step may read their payloads whole."""
     budget = settings.EMQ_SEARCH_REDIS_S
-    return replace(limits, redis_seconds=budget if limits.redis_seconds is None else min(limits.redis_seconds, budget))
+    bounded = replace(limits, redis_seconds=budget if limits.redis_seconds is None else min(limits.redis_seconds, budget))
+    if checked:
+        return replace(bounded, detail=None, max_matches=CHECKED_MAX_MATCHES, step_matches=CHECKED_STEP_MATCHES)
+    return bounded

@@ -42,14 +42,10 @@ WAIT_POLL_S: Final = 0.5
 # Shown on the page in full; the rest are counted (what a bulk action over the search would move).
 SHOWN: Final = 500
 LIMITS: Final = Limits(max_queues=100, max_matches=200_000, seconds=120.0, detail=SHOWN)
-# A payload-text search whose matches are checked against masked values: each match comes with its head (the
-# check needs it), so fewer are counted, and fewer a step (a step may read their payloads whole).
-CHECKED_MAX_MATCHES: Final = 10_000
-CHECKED_STEP_MATCHES: Final = 50
 
 
-def limits() -> Limits:
-    return console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES))
+def limits(*, checked: bool = False) -> Limits:
+    return console_limits(replace(LIMITS, step_entries=settings.EMQ_SEARCH_STEP_ENTRIES), checked=checked)
 
 
 class SearchConsumer(ClosedTabTolerant):
@@ -162,8 +158,7 @@ class SearchConsumer(ClosedTabTolerant):
     async def _run_search(self, names: list[str], maskers: dict[str, Any]) -> None:
         request = self.search_request
         keep = masked_text_keeper(request.query, maskers)
-        bounds = limits() if keep is None else replace(limits(), detail=None, max_matches=CHECKED_MAX_MATCHES,
-                                                        step_matches=CHECKED_STEP_MATCHES)
+        bounds = limits(checked=keep is not None)
         self.engine = engine = Search(request.query, names, bounds, pacer=process_pacer(), keep=keep)
         mq = emq()
         list_id = f"search-matches-{self.token}"

@@ -21,6 +21,13 @@ from queues import InvalidInput, validate_queue_name
 from queues.search import FILTER_NAMES, Query
 
 FORM_FIELDS: Final = ("state", *FILTER_NAMES, "order")
+
+
+def search_form(params: Mapping[str, str]) -> dict[str, str]:
+    """The search form's fields as a request gives them, the queue (``q``) and name part (``in``) too; the state
+    is failed when none is given."""
+    form = {name: params.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
+    return {**form, "state": form["state"] or "failed"}
 MAX_QUEUE_FILTER: Final = 128
 
 

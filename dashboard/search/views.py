@@ -21,7 +21,7 @@ from ..http import HtmxHttpRequest
 from ..pages.failures import read_failures_everywhere
 from ..redaction import read_masker, reader_for
 from ..services import read
-from .requests import FORM_FIELDS, SearchRequest, new_run_token
+from .requests import FORM_FIELDS, SearchRequest, new_run_token, search_form
 
 RESULTS_TARGET = "search-results"
 
@@ -34,8 +34,7 @@ def _asked(request: HttpRequest) -> bool:
 
 def search_context(request: HttpRequest) -> tuple[dict[str, Any], int]:
     """What the results region shows for this request, and the status to answer with."""
-    form = {name: request.GET.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
-    form["state"] = form["state"] or "failed"
+    form = search_form(request.GET)
     context: dict[str, Any] = {"form": form, "states": STATES, "now_ms": 0}
     # A link that names a state (a reload, "more filters", a shared URL) is searched in that state, or refused.
     if form["state"] not in STATES:

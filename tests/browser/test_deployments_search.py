@@ -3,19 +3,13 @@ once, shows each one's count and matches linking to the job on that deployment, 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from queues import EchoMQ
-from tests.support.browser import ROOT, Console, logged_in
-from tests.support.daphne import console_env, start_daphne, stop_daphne
+from tests.support.browser import Console, console_over_deployments, logged_in
 from tests.support.jobs import failed_job
 from tests.support.redis_servers import RedisServer
 
@@ -30,24 +24,15 @@ def three_deployments() -> Iterator[tuple[Console, EchoMQ, EchoMQ]]:
     signed in as an operator."""
     staging, production, backup = RedisServer().start(), RedisServer().start(), RedisServer().start()
     backup.stop()
-    workdir = Path(tempfile.mkdtemp(prefix="emq-deployments-search-"))
     setting = {"staging": {"url": staging.url}, "production": {"url": production.url, "production": True},
                "backup": {"url": backup.url}}
-    env = console_env(staging.url, workdir, EMQ_DEPLOYMENTS=json.dumps(setting), EMQ_SWEEPER_INTERVAL_S="0",
-                      EMQ_SCHEDULER_INTERVAL_S="0")
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
-    subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
-                    f"user_create(username={NAME!r}, password={PASSWORD!r}, role='operators')"],
-                   env=env, cwd=ROOT, check=True, timeout=60)
-    url, daphne = start_daphne(env, workdir, "daphne")
     staging_mq, production_mq = EchoMQ.from_url(staging.url, actor="test"), EchoMQ.from_url(production.url, actor="test")
     try:
-        yield Console(url, staging, env), staging_mq, production_mq
+        with console_over_deployments(setting, staging, operator=(NAME, PASSWORD)) as console:
+            yield console, staging_mq, production_mq
     finally:
         staging_mq.close()
         production_mq.close()
-        stop_daphne(daphne)
         staging.cleanup()
         production.cleanup()
         backup.cleanup()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Browser, Page
 
+from tests.support.daphne import console_env, start_daphne, stop_daphne
 from tests.support.redis_servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,3 +64,26 @@ def logged_in(browser: Browser, console: Console, username: str, password: str, 
     page.click("button[type=submit]")
     page.wait_for_url(console.url)
     return page
+
+
+@contextmanager
+def console_over_deployments(setting: Mapping[str, object], first: RedisServer, *, operator: tuple[str, str],
+                             groups: tuple[str, ...] = ()) -> Iterator[Console]:
+    """A daphne console over the deployments ``setting`` names (EMQ_DEPLOYMENTS; ``first`` is the first one's
+    server), with one operator (name, password) in ``groups``; the servers are the caller's to start and stop."""
+    workdir = Path(tempfile.mkdtemp(prefix="emq-deployments-"))
+    env = console_env(first.url, workdir, EMQ_DEPLOYMENTS=json.dumps(setting), EMQ_SWEEPER_INTERVAL_S="0",
+                      EMQ_SCHEDULER_INTERVAL_S="0")
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
+    name, password = operator
+    subprocess.run([*manage, "shell", "-c", "from django.contrib.auth.models import Group\n"
+                    "from dashboard.roles import user_create\n"
+                    f"u = user_create(username={name!r}, password={password!r}, role='operators')\n"
+                    f"for g in {list(groups)!r}: u.groups.add(Group.objects.get_or_create(name=g)[0])"],
+                   env=env, cwd=ROOT, check=True, timeout=60)
+    url, daphne = start_daphne(env, workdir, "daphne")
+    try:
+        yield Console(url, first, env)
+    finally:
+        stop_daphne(daphne)

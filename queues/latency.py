@@ -159,8 +159,9 @@ def _point(start_ms: int, size_ms: int, flat: list[Any]) -> LatencyPoint:
         name, value = _text(flat[i]), digits(flat[i + 1])
         if value is None:
             continue
-        if name[:1] in ("W", "R") and name[1:].isascii() and name[1:].isdigit():
-            (wait if name[0] == "W" else run)[int(name[1:])] = value
+        bucket = digits(name[1:]) if name[:1] in ("W", "R") else None
+        if bucket is not None:
+            (wait if name[0] == "W" else run)[bucket] = value
         else:
             counts[name] = value
     return LatencyPoint(start_ms, size_ms, counts.get("e", 0), counts.get("c", 0), counts.get("f", 0),

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .keys import SWEEPER_LOCK, QueueKeys, validate_job_id
 from .lease_index import shard_of, shards_of
-from .moves import Call, _text, refused_whole
+from .moves import Call, _text, digits, refused_whole
 from .visible import visible
 
 if TYPE_CHECKING:
@@ -190,9 +190,9 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, (int, float)) and math.isfinite(value):
         return int(value)
-    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
-    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) <= 15:
-        return int(value)
+    if isinstance(value, str):
+        magnitude = digits(value.removeprefix("-"), 15)
+        return None if magnitude is None else -magnitude if value.startswith("-") else magnitude
     return None
 
 

@@ -25,6 +25,12 @@ LONG_MODULES = (
     "tests/dashboard/api/test_schemathesis.py",
     "tests/dashboard/test_demo_logins.py",
     "tests/dashboard/monitoring/test_metrics_processes.py",
+    # The browser session's (its own run, the same order).
+    "tests/browser/test_held_rows.py",
+    "tests/browser/test_why.py",
+    "tests/browser/test_security.py",
+    "tests/browser/test_confirmations.py",
+    "tests/browser/test_contrast.py",
 )
 
 

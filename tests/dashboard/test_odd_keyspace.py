@@ -174,8 +174,12 @@ async def live_problems(mq: EchoMQ, url: str, space: dict[str, Any], job_ids: li
         every = follower.subscribe(None)
         calm_page = JobPage("calm", "c1")
         calm = follower.subscribe(calm_page.queues)
+        # Following begins: the calm queue read, and the odd one too when the registry names it (when it
+        # does not, waiting for it would only run out the deadline).
+        registered = not isinstance(space["registry"], str) and QUEUE in space["registry"]
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not ("calm" in follower._positions and "mail" in follower.followed()):
+        while time.monotonic() < deadline and not ("calm" in follower._positions
+                                                   and ("mail" in follower.followed() or not registered)):
             await asyncio.sleep(0.02)
         pages = [OverviewPage(), *[QueuePage(presenters.Window.from_query("mail", {"state": s})) for s in STATES],
                  *[JobPage("mail", j) for j in job_ids if _valid_id(j)]]

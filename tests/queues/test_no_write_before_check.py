@@ -158,32 +158,46 @@ worlds = st.one_of(keyspace().map(lambda entries: (entries, {})), coherent_keysp
 
 
 def _write(client: redis.Redis, entries: list[tuple[str, str, Any]]) -> None:
-    client.flushall()
+    # One round trip for the whole keyspace: thousands of examples each write one.
+    pipe = client.pipeline(transaction=False)
+    pipe.flushall()
     for key, kind, content in entries:
         if kind == "zset":
             if content:
-                client.zadd(key, content)
+                pipe.zadd(key, content)
             else:
-                client.zadd(key, {"placeholder": 1})
+                pipe.zadd(key, {"placeholder": 1})
         elif kind == "hash":
             fields = content if isinstance(content, dict) and content else {"f": "v"}
-            client.hset(key, mapping=fields)
-            # A large hash is a hashtable that rehashes a step on every lookup, which reorders its DUMP
-            # without any write: finish the rehash first, so that DUMP changes only when data does.
-            pipe = client.pipeline(transaction=False)
-            for _ in range(64):
-                pipe.hexists(key, "state")
-            pipe.execute()
+            pipe.hset(key, mapping=fields)
+            if _is_hashtable(fields):
+                # A large hash is a hashtable that rehashes a step on every lookup, which reorders its DUMP
+                # without any write: finish the rehash first, so that DUMP changes only when data does.
+                for _ in range(64):
+                    pipe.hexists(key, "state")
         elif kind == "stream":
-            client.xadd(key, {"move": "enqueue", "id": "a"})
+            pipe.xadd(key, {"move": "enqueue", "id": "a"})
         elif kind == "string":
-            client.set(key, "text")
+            pipe.set(key, "text")
         elif kind == "list":
-            client.rpush(key, "item")
+            pipe.rpush(key, "item")
+    pipe.execute()
+
+
+def _is_hashtable(fields: dict[str, Any]) -> bool:
+    """Whether Redis keeps these fields as a hashtable rather than a listpack (hash-max-listpack-* at their defaults)."""
+    def size(value: Any) -> int:
+        return len(value) if isinstance(value, bytes) else len(str(value).encode())
+
+    return len(fields) > 128 or any(size(name) > 64 or size(value) > 64 for name, value in fields.items())
 
 
 def _dump(client: redis.Redis) -> dict[bytes, bytes | None]:
-    return {key: client.dump(key) for key in sorted(client.scan_iter(count=1000))}
+    keys = sorted(client.scan_iter(count=1000))
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.dump(key)
+    return dict(zip(keys, pipe.execute(), strict=True))
 
 
 def argv_for(name: str) -> st.SearchStrategy[list[Any]]:

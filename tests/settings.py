@@ -18,3 +18,7 @@ EMQ_ALERTS_INTERVAL_S = 0.0
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # No console process runs the schedules' ticks (tests drive them with queues.scheduler themselves).
 EMQ_SCHEDULER_INTERVAL_S = 0.0
+
+# Test clients load the middleware afresh each: WhiteNoise looks through the static folders once per process.
+MIDDLEWARE = [("tests.support.static_files.WhiteNoiseScannedOnce" if name == "whitenoise.middleware.WhiteNoiseMiddleware"
+               else name) for name in MIDDLEWARE]  # noqa: F405

@@ -21,6 +21,7 @@ from queues import InvalidInput, validate_queue_name
 from queues.search import FILTER_NAMES, Query
 
 FORM_FIELDS: Final = ("state", *FILTER_NAMES, "order")
+MAX_QUEUE_FILTER: Final = 128
 
 
 def search_form(params: Mapping[str, str]) -> dict[str, str]:
@@ -28,7 +29,6 @@ def search_form(params: Mapping[str, str]) -> dict[str, str]:
     is failed when none is given."""
     form = {name: params.get(name, "") for name in (*FORM_FIELDS, "q", "in")}
     return {**form, "state": form["state"] or "failed"}
-MAX_QUEUE_FILTER: Final = 128
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,6 @@ the event loop that pytest-asyncio would otherwise own.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from tests.support.browser import (
     Console,
     create_operator,
     logged_in,
+    served_console,
 )
 from tests.support.daphne import start_daphne, stop_daphne
 from tests.support.redis_servers import RedisServer
@@ -43,16 +42,11 @@ def console() -> Iterator[Console]:
            "EMQ_SWEEPER_INTERVAL_S": "0", "EMQ_ALERTS_INTERVAL_S": "0", "EMQ_SCHEDULER_INTERVAL_S": "0",
            # Idle keep-alive connections are closed after 2 s: every live page must outlive that.
            "EMQ_IDLE_TIMEOUT_S": "2"}
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
-    subprocess.run([*manage, "shell", "-c", "from dashboard.roles import user_create; "
-                    f"user_create(username={USERNAME!r}, password={PASSWORD!r}, role='viewers')"],
-                   env=env, cwd=ROOT, check=True, timeout=60)
-    url, daphne = start_daphne(env, workdir, "daphne")
     try:
-        yield Console(url, redis, env)
+        with served_console(env, workdir, redis, "from dashboard.roles import user_create; "
+                            f"user_create(username={USERNAME!r}, password={PASSWORD!r}, role='viewers')") as served:
+            yield served
     finally:
-        stop_daphne(daphne)
         redis.cleanup()
 
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import Browser, Page
 
-from tests.support.daphne import console_env, start_daphne, stop_daphne
+from tests.support.daphne import console_env, manage, start_daphne, stop_daphne
 from tests.support.redis_servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +67,19 @@ def logged_in(browser: Browser, console: Console, username: str, password: str, 
 
 
 @contextmanager
+def served_console(env: dict[str, str], workdir: Path, redis: RedisServer, users: str) -> Iterator[Console]:
+    """A daphne console over ``env`` (its database in ``workdir``, migrated), with the users the Django shell
+    code ``users`` makes; daphne stops when the block ends, the Redis servers are the caller's."""
+    manage(env, "migrate", "-v0")
+    manage(env, "shell", "-c", users)
+    url, daphne = start_daphne(env, workdir, "daphne")
+    try:
+        yield Console(url, redis, env)
+    finally:
+        stop_daphne(daphne)
+
+
+@contextmanager
 def console_over_deployments(setting: Mapping[str, object], first: RedisServer, *, operator: tuple[str, str],
                              groups: tuple[str, ...] = ()) -> Iterator[Console]:
     """A daphne console over the deployments ``setting`` names (EMQ_DEPLOYMENTS; ``first`` is the first one's
@@ -74,16 +87,9 @@ def console_over_deployments(setting: Mapping[str, object], first: RedisServer, 
     workdir = Path(tempfile.mkdtemp(prefix="emq-deployments-"))
     env = console_env(first.url, workdir, EMQ_DEPLOYMENTS=json.dumps(setting), EMQ_SWEEPER_INTERVAL_S="0",
                       EMQ_SCHEDULER_INTERVAL_S="0")
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=120)
     name, password = operator
-    subprocess.run([*manage, "shell", "-c", "from django.contrib.auth.models import Group\n"
-                    "from dashboard.roles import user_create\n"
-                    f"u = user_create(username={name!r}, password={password!r}, role='operators')\n"
-                    f"for g in {list(groups)!r}: u.groups.add(Group.objects.get_or_create(name=g)[0])"],
-                   env=env, cwd=ROOT, check=True, timeout=60)
-    url, daphne = start_daphne(env, workdir, "daphne")
-    try:
-        yield Console(url, first, env)
-    finally:
-        stop_daphne(daphne)
+    with served_console(env, workdir, first, "from django.contrib.auth.models import Group\n"
+                        "from dashboard.roles import user_create\n"
+                        f"u = user_create(username={name!r}, password={password!r}, role='operators')\n"
+                        f"for g in {list(groups)!r}: u.groups.add(Group.objects.get_or_create(name=g)[0])") as console:
+        yield console

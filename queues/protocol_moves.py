@@ -5,8 +5,8 @@ from and to, the one-letter code of the history entry it writes for each state i
 it is counted (the fields of ``emq:{Q}:counts``) and which minute/hour chart field it adds to. From
 it come:
 
-- ``queues/lua/moves.lua``, included by ``common.lua``: ``MOVE_CODE``, ``COUNT_FIELD``,
-  ``SERIES_FIELD`` and ``COUNTED`` (the fields ``counts.lua`` reads). It is a generated file, checked
+- ``queues/lua/moves.lua``, included by ``common.lua``: ``move_row`` (a move's history letter, counter
+  field and chart field), ``move_known`` and ``counted_fields`` (the fields ``counts.lua`` reads). It is a generated file, checked
   in so that another runtime loads the scripts as they are; ``python -m queues.protocol_moves``
   writes it again, and a test fails while it differs from this table.
 - :data:`HISTORY_CODES` (how :func:`queues.reads.parse_history` reads an entry) and
@@ -94,42 +94,41 @@ def _lua_string(text: str) -> str:
     return f"'{text}'"
 
 
-def _lua_key(text: str) -> str:
-    return text if text.isidentifier() else f"[{_lua_string(text)}]"
-
-
-def _lua_map(rows: dict[str, dict[str, str]]) -> str:
-    lines = []
-    for move, per_state in rows.items():
-        inner = ", ".join(f"{_lua_key(state)} = {_lua_string(value)}" for state, value in per_state.items())
-        lines.append(f"  {_lua_key(move)} = {{{inner}}},")
-    return "{\n" + "\n".join(lines) + "\n}"
-
-
 def moves_lua() -> str:
-    """The text of ``queues/lua/moves.lua``, from :data:`PROTOCOL_MOVES`."""
-    codes = {m.name: {t.state: t.code for t in m.targets if t.code} for m in PROTOCOL_MOVES}
-    counted = {m.name: {t.state: m.count_field(t) for t in m.targets} for m in PROTOCOL_MOVES if m.counted}
-    series = {m.count_field(t): t.series for m in PROTOCOL_MOVES for t in m.targets if t.series}
-    known = {m.name: {t.state: "true" for t in m.targets} for m in PROTOCOL_MOVES}
-    known_lua = _lua_map(known).replace("'true'", "true")
-    series_lua = "{\n" + "\n".join(f"  {_lua_key(field)} = {_lua_string(code)}," for field, code in series.items()) + "\n}"
+    """The text of ``queues/lua/moves.lua``, from :data:`PROTOCOL_MOVES`.
+
+    Functions, not tables: a script's chunk runs whole on every call, and Redis would build every table
+    of the move table again each time (about 11 µs a call, measured in BENCHMARKS.md), where a function
+    costs one closure and is only walked when asked."""
+    rows = []
+    for move in PROTOCOL_MOVES:
+        for target in move.targets:
+            count = move.count_field(target) if move.counted else ""
+            rows.append(f"  if move == {_lua_string(move.name)} and to == {_lua_string(target.state)} then "
+                        f"return {_lua_string(target.code)}, {_lua_string(count)}, {_lua_string(target.series)} end")
+    known = " or\n    ".join(" or ".join(f"move == {_lua_string(m.name)}" for m in PROTOCOL_MOVES[i:i + 4])
+                              for i in range(0, len(PROTOCOL_MOVES), 4))
     fields = [_lua_string(field) for field in COUNT_FIELDS]
-    fields_lua = ",\n  ".join(", ".join(fields[i:i + 6]) for i in range(0, len(fields), 6))
+    fields_lua = ",\n    ".join(", ".join(fields[i:i + 6]) for i in range(0, len(fields), 6))
     return (
         "-- Generated from queues/protocol_moves.py by `python -m queues.protocol_moves`: edit the table there,\n"
         "-- never this file (a test fails while the two differ). Included by common.lua.\n"
         "\n"
-        "-- MOVE_TARGET[move][to]: the moves a script may emit, and the states each leads to.\n"
-        f"local MOVE_TARGET = {known_lua}\n"
-        "-- MOVE_CODE[move][to]: the letter of the history entry (section 9 of PROTOCOL.md).\n"
-        f"local MOVE_CODE = {_lua_map(codes)}\n"
-        "-- COUNT_FIELD[move][to]: the field of <prefix>counts the move adds one to.\n"
-        f"local COUNT_FIELD = {_lua_map(counted)}\n"
-        "-- SERIES_FIELD[count field]: the field of the minute and hour hashes it adds one to.\n"
-        f"local SERIES_FIELD = {series_lua}\n"
+        "-- move_row(move, to): for a move the table lets lead to `to`, the letter of its history entry\n"
+        "-- (section 9 of PROTOCOL.md), the field of <prefix>counts it adds one to and the field of the minute\n"
+        "-- and hour hashes it adds one to, each '' when it has none; nil when the move does not lead there.\n"
+        "local function move_row(move, to)\n"
+        + "\n".join(rows) + "\n"
+        "  return nil\n"
+        "end\n"
+        "-- Whether the table knows the move.\n"
+        "local function move_known(move)\n"
+        f"  return {known}\n"
+        "end\n"
         "-- Every move counter field, as the counts read returns them.\n"
-        f"local COUNTED = {{\n  {fields_lua},\n}}\n"
+        "local function counted_fields()\n"
+        f"  return {{\n    {fields_lua},\n  }}\n"
+        "end\n"
     )
 
 

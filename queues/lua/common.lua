@@ -2,7 +2,7 @@
 -- by this file's text before the script is loaded, so each script that
 -- reaches Redis is self-contained (see PROTOCOL.md, "Calling a script").
 
--- The moves a script may record: MOVE_TARGET, MOVE_CODE, COUNT_FIELD, SERIES_FIELD, COUNTED.
+-- The moves a script may record: move_row, move_known, counted_fields.
 --@include moves.lua
 
 -- Server time in ms: leases and due times use the Redis clock, never a worker's.
@@ -85,7 +85,7 @@ end
 -- within the 64 bytes a Redis listpack holds per value (a longer value turns
 -- the hash into a hashtable, about three times the memory):
 --   entry = CODE DT ['.' ATTEMPTS] ['\t' ACTOR ['\t' ERROR]]
--- CODE one letter naming the move and the state it went to (MOVE_CODE), DT
+-- CODE one letter naming the move and the state it went to (move_row), DT
 -- the ms since the first entry's time (the first entry: the time itself),
 -- ATTEMPTS written when it differs from what the move implies (a claim: the
 -- entry before's plus one, when that is an integer; any other move: the
@@ -130,7 +130,9 @@ end
 
 -- The entries that make a job (enqueue, clone): while one is the first entry, its time is when the job
 -- was created.
-local CREATION_CODE = {[MOVE_CODE.enqueue.pending] = true, [MOVE_CODE.clone.pending] = true}
+local function is_creation_code(code)
+  return code == (move_row('enqueue', 'pending')) or code == (move_row('clone', 'pending'))
+end
 
 -- The entries of a history field (absolute times, every field filled in; a claim's err its note, as
 -- effective_note gives it), or nil when a line does not parse: such a history was not written by a script.
@@ -175,7 +177,7 @@ local function history_facts(text)
   local facts = {}
   local entries = text and text ~= '' and parse_history(text)
   if not entries then return facts end
-  if entries[1] and CREATION_CODE[entries[1].code] then facts.created_at = string.format('%d', entries[1].ts) end
+  if entries[1] and is_creation_code(entries[1].code) then facts.created_at = string.format('%d', entries[1].ts) end
   for i = #entries, 1, -1 do
     if entries[i].code == 'c' then
       facts.claimed_at, facts.worker = string.format('%d', entries[i].ts), unescape_field(entries[i].actor)
@@ -239,7 +241,7 @@ local function store_history(job_key, entries)
     table.remove(entries, 1)
     text = format_history(entries)
   end
-  if CREATION_CODE[first.code] and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
+  if is_creation_code(first.code) and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
     redis.call('HSET', job_key, 'created_at', string.format('%d', first.ts))
   end
   redis.call('HSET', job_key, 'history', text)
@@ -273,10 +275,10 @@ local function keep_last_error(job_key, new_error)
   end
 end
 
--- Appends the move's entry; returns the newest claim's time in the history
--- (nil when it holds none), which complete and fail count the run from.
-local function append_history(job_key, ts, move, to, attempts, actor, note)
-  local entry = {code = MOVE_CODE[move][to], ts = ts, attempts = escape_field(tostring(attempts)),
+-- Appends the move's entry (`code` its letter, from move_row); returns the newest claim's time in the
+-- history (nil when it holds none), which complete and fail count the run from.
+local function append_history(job_key, ts, code, move, attempts, actor, note)
+  local entry = {code = code, ts = ts, attempts = escape_field(tostring(attempts)),
                  actor = escape_field(actor), err = note}
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
@@ -328,13 +330,13 @@ local function counter_usable(key)
   return kind
 end
 -- Counters that outlive every reader: the hash <prefix>counts, one field per
--- move (COUNT_FIELD: a move that leads to more than one state, per state:
+-- move (move_row's counter field: a move that leads to more than one state, per state:
 -- 'fail:pending', 'recover:failed'), counted by the move itself, in the
 -- queue's slot, so every console process reads the same totals and a restart
 -- loses none. A counts key of another type (not written by a script) is left
 -- alone: the move still happens.
 local function count_move(events_key, field)
-  if not field then return end
+  if field == '' then return end
   local key = string.sub(events_key, 1, -7) .. 'counts'
   if not counter_usable(key) then return end
   redis.call('HINCRBY', key, field, 1)
@@ -419,7 +421,8 @@ end
 -- before its event is written.
 -- `note` (a claim's only, already escaped): the attempt's release and host, the entry's third field.
 local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, note)
-  if not (MOVE_TARGET[move] and MOVE_TARGET[move][to]) then
+  local code, field, series = move_row(move, to)
+  if not code then
     error('emq: the move ' .. tostring(move) .. ' -> ' .. tostring(to) .. ' is not in queues/protocol_moves.py')
   end
   actor = cut_utf8(actor or '', MAX_ACTOR_BYTES)
@@ -427,12 +430,10 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
-  local claimed = job_key and append_history(job_key, ts, move, to, attempts, actor, note)
-  local field = COUNT_FIELD[move] and COUNT_FIELD[move][to]
+  local claimed = job_key and append_history(job_key, ts, code, move, attempts, actor, note)
   count_move(events_key, field)
   count_run(events_key, job_key, move, ts, claimed)
-  local series = field and SERIES_FIELD[field]
-  if series then count_series(string.sub(events_key, 1, -7), ts, series) end
+  if series ~= '' then count_series(string.sub(events_key, 1, -7), ts, series) end
 end
 
 local function refuse(reason, state, attempts)
@@ -457,7 +458,7 @@ end
 -- found half-way through emit after the job has moved.
 local function check_moves(...)
   for _, move in ipairs({...}) do
-    if not MOVE_TARGET[move] then
+    if not move_known(move) then
       return bad_arg('the move ' .. move .. ' is not in the protocol table (queues/protocol_moves.py)')
     end
   end

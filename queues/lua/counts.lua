@@ -13,8 +13,8 @@ local key = PREFIX .. 'counts'
 local kind = redis.call('TYPE', key).ok
 if kind == 'none' then return {} end
 if kind ~= 'hash' then return {'REFUSED', 'wrongtype', key, kind} end
--- The move counters (COUNTED, from queues/protocol_moves.py), then the durations.
-local fields = {unpack(COUNTED)}
+-- The move counters (counted_fields, from queues/protocol_moves.py), then the durations.
+local fields = counted_fields()
 fields[#fields + 1] = 'wait:sum'
 fields[#fields + 1] = 'run:sum'
 for _, kind in ipairs({'wait', 'run'}) do

@@ -85,13 +85,12 @@ async function claim(queue, leaseMs, count) {
 // first entry's time, an attempts or actor left out being the entry before's (attempts plus one on a claim);
 // %XX undone; from = previous to;
 // a fail entry without an error has the next fail entry's, the newest such the job's last_error.
-// CODE names the move and the state it went to, as MOVE_CODE in moves.lua lists them.
+// CODE names the move and the state it went to, as move_row in moves.lua lists them.
 const CODES = {};
 {
-  const table = /^local MOVE_CODE = \{\n([\s\S]*?)\n\}$/m.exec(fs.readFileSync(path.join(luaDir, 'moves.lua'), 'utf8'));
-  for (const [, move, states] of table[1].matchAll(/^ {2}(\w+) = \{([^}]*)\},$/gm)) {
-    for (const [, to, code] of states.matchAll(/(\w+) = '(\w)'/g)) CODES[code] = [move, to];
-  }
+  const rows = fs.readFileSync(path.join(luaDir, 'moves.lua'), 'utf8')
+    .matchAll(/^ {2}if move == '(\w+)' and to == '(\w*)' then return '(\w)',/gm);
+  for (const [, move, to, code] of rows) CODES[code] = [move, to];
 }
 function parseHistory(text, lastError) {
   const unescape = (s) => Buffer.from(s.replace(/%([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');

@@ -147,7 +147,7 @@ def test_a_move_added_as_the_recipe_says_works_on_every_surface_with_no_migratio
                   PROTOCOL_ROW)
     generated = _run(tree, "-m", "queues.protocol_moves")
     assert generated.returncode == 0, generated.stderr
-    assert "requeue = {pending = 'q'}" in (tree / "queues" / "lua" / "moves.lua").read_text()
+    assert "if move == 'requeue' and to == 'pending' then return 'q'," in (tree / "queues" / "lua" / "moves.lua").read_text()
     # 3. The operator row.
     _insert_after(tree / "queues" / "operator_moves.py", "OPERATOR_MOVES: Final[tuple[OperatorMove, ...]] = (\n",
                   OPERATOR_ROW)

@@ -94,8 +94,8 @@ def test_a_script_recording_a_move_the_table_does_not_know_is_refused_before_its
     # promote, as if someone copied it for a new move and forgot the table's row (the table's own text,
     # included in the script, stays as it is).
     table = moves_lua().rstrip("\n")
-    before, after = script("promote").source.split(table)
-    source = before.replace("'promote'", "'requeue'") + table + after.replace("'promote'", "'requeue'")
+    head, tail = script("promote").source.split(table)
+    source = head.replace("'promote'", "'requeue'") + table + tail.replace("'promote'", "'requeue'")
     client: redis.Redis = mq.redis  # type: ignore[assignment]
     mq.enqueue("q", "x", job_id="a", delay_ms=60_000)
     keys = QueueKeys("q")

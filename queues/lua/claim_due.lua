@@ -113,8 +113,8 @@ local function claim_due(now, lease, claim_id, worker, count, note)
             local payload = f[3] or ''
             redis.call('ZREM', KEYS[1], id)
             redis.call('ZADD', KEYS[2], deadline, id)
-            redis.call('HSET', job_key, 'state', 'active', 'attempts', attempts, 'claim_id', claim_id)
-            emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key, note)
+            emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key, note,
+                 {'state', 'active', 'attempts', attempts, 'claim_id', claim_id})
             count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
             reply[#reply + 1] = id
             reply[#reply + 1] = tostring(attempts)

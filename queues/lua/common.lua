@@ -233,8 +233,8 @@ end
 
 -- Stores entries as the history field, dropping the oldest while there are
 -- too many or the text is too long; a dropped enqueue (or clone) entry leaves its time
--- as created_at. Returns the text stored.
-local function store_history(job_key, entries)
+-- as created_at; `fields` (nil, or field, value pairs) go in the same HSET. Returns the text stored.
+local function store_history(job_key, entries, fields)
   local first = entries[1]
   local text = format_history(entries)
   while #entries > 1 and (#entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES) do
@@ -244,7 +244,7 @@ local function store_history(job_key, entries)
   if is_creation_code(first.code) and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
     redis.call('HSET', job_key, 'created_at', string.format('%d', first.ts))
   end
-  redis.call('HSET', job_key, 'history', text)
+  redis.call('HSET', job_key, 'history', text, unpack(fields or {}))
   return text
 end
 
@@ -275,9 +275,10 @@ local function keep_last_error(job_key, new_error)
   end
 end
 
--- Appends the move's entry (`code` its letter, from move_row); returns the newest claim's time in the
--- history (nil when it holds none), which complete and fail count the run from.
-local function append_history(job_key, ts, code, move, attempts, actor, note)
+-- Appends the move's entry (`code` its letter, from move_row), writing `fields` (nil, or field, value
+-- pairs the move sets) in the same HSET; returns the newest claim's time in the history (nil when it holds
+-- none), which complete and fail count the run from.
+local function append_history(job_key, ts, code, move, attempts, actor, note, fields)
   local entry = {code = code, ts = ts, attempts = escape_field(tostring(attempts)),
                  actor = escape_field(actor), err = note}
   -- A history far longer than any script writes, or one that does not parse,
@@ -288,7 +289,7 @@ local function append_history(job_key, ts, code, move, attempts, actor, note)
     base, attempts_before, actor_before, count, claimed, claim_actor, claim_note = scan_history(old)
   end
   if not base then
-    redis.call('HSET', job_key, 'history', format_history({entry}))
+    redis.call('HSET', job_key, 'history', format_history({entry}), unpack(fields or {}))
     return move == 'claim' and ts or nil
   end
   if move == 'claim' then
@@ -300,13 +301,13 @@ local function append_history(job_key, ts, code, move, attempts, actor, note)
   if note or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
   if note then line = line .. '\t' .. note end
   if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
-    redis.call('HSET', job_key, 'history', old .. '\n' .. line)
+    redis.call('HSET', job_key, 'history', old .. '\n' .. line, unpack(fields or {}))
     return claimed
   end
   -- Full: drop the oldest entries, the new first one taking the absolute time.
   local entries = parse_history(old)
   entries[#entries + 1] = entry
-  store_history(job_key, entries)
+  store_history(job_key, entries, fields)
   return claimed
 end
 
@@ -420,7 +421,9 @@ end
 -- the first write; this stops one that was never declared (a script's bug)
 -- before its event is written.
 -- `note` (a claim's only, already escaped): the attempt's release and host, the entry's third field.
-local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, note)
+-- `fields` (field, value pairs; only with `job_key`): what the move sets in the job's hash, written in the
+-- history entry's HSET, one call instead of two on the moves every job makes.
+local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key, note, fields)
   local code, field, series = move_row(move, to)
   if not code then
     error('emq: the move ' .. tostring(move) .. ' -> ' .. tostring(to) .. ' is not in queues/protocol_moves.py')
@@ -430,7 +433,8 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
     'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
-  local claimed = job_key and append_history(job_key, ts, code, move, attempts, actor, note)
+  if fields and not job_key then error('emq: emit was given fields to write without the job key') end
+  local claimed = job_key and append_history(job_key, ts, code, move, attempts, actor, note, fields)
   count_move(events_key, field)
   count_run(events_key, job_key, move, ts, claimed)
   if series ~= '' then count_series(string.sub(events_key, 1, -7), ts, series) end

@@ -6,8 +6,7 @@
 -- active -> done: the job's fields, its event and history entry (the caller moves the id from
 -- active to done, one job or a batch at once).
 local function complete_job(job_key, id, token, actor, now)
-  redis.call('HSET', job_key, 'state', 'done')
-  emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, job_key)
+  emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, job_key, nil, {'state', 'done'})
 end
 
 -- What a failure reads before the first write: whether attempts remain (back to pending) and, when

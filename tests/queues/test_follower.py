@@ -232,7 +232,8 @@ async def follower_without_safety_net(redis_url: str) -> AsyncIterator[Follower]
 async def test_a_delayed_job_falling_due_is_read_at_its_due_time(follower_without_safety_net: Follower,
                                                                   mq: EchoMQ) -> None:
     follower = follower_without_safety_net
-    mq.enqueue("mail", "later", delay_ms=400)
+    # Long enough that the first read comes before it on a loaded machine (load 10).
+    mq.enqueue("mail", "later", delay_ms=2000)
     sub = follower.subscribe(["mail"])
     first = await until(sub, lambda u: "mail" in u.stats)
     assert (first.stats["mail"].due, first.stats["mail"].next_due_ms is not None) == (0, True)
@@ -246,7 +247,8 @@ async def test_a_delayed_job_falling_due_is_read_at_its_due_time(follower_withou
 async def test_a_lease_lapsing_is_read_at_its_deadline(follower_without_safety_net: Follower, mq: EchoMQ) -> None:
     follower = follower_without_safety_net
     mq.enqueue("mail", "a")
-    claimed = mq.claim("mail", lease_ms=400)[0]
+    # Long enough that the first read comes before it lapses on a loaded machine (load 10).
+    claimed = mq.claim("mail", lease_ms=2000)[0]
     sub = follower.subscribe(["mail"])
     first = await until(sub, lambda u: "mail" in u.stats)
     assert first.stats["mail"].next_deadline_ms == claimed.lease_deadline_ms

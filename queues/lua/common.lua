@@ -316,19 +316,11 @@ end
 -- to the job's history. `job_key` is nil for moves that delete the hash and
 -- for extend (a heartbeat is an event, not history).
 local EVENTS_MAXLEN = 10000
--- Whether a counter hash may be written (it is a hash, or does not exist yet: 'new'), asked of Redis once
--- per key and call: a script writes these keys only as hashes, so the answer holds for the rest of the
--- call, and a move that counts several things into one key (or a batch counting into the same minute)
--- does not ask again.
-local counter_kind = {}
-local function counter_usable(key)
-  local kind = counter_kind[key]
-  if kind == nil then
-    local actual = redis.call('TYPE', key).ok
-    kind = (actual == 'hash' and 'hash') or (actual == 'none' and 'new') or false
-    counter_kind[key] = kind
-  end
-  return kind
+-- Adds `by` to a counter field with pcall: a key of another type (not written by a script), or a field that
+-- holds no integer or would overflow, is left alone and the move still happens; nothing is asked first
+-- (a TYPE per key would cost every move as much as the count). Returns the new value, or an error table.
+local function count_into(key, field, by)
+  return redis.pcall('HINCRBY', key, field, by)
 end
 -- Counters that outlive every reader: the hash <prefix>counts, one field per
 -- move (move_row's counter field: a move that leads to more than one state, per state:
@@ -338,10 +330,7 @@ end
 -- alone: the move still happens.
 local function count_move(events_key, field)
   if field == '' then return end
-  local key = string.sub(events_key, 1, -7) .. 'counts'
-  if not counter_usable(key) then return end
-  redis.call('HINCRBY', key, field, 1)
-  counter_kind[key] = 'hash'
+  count_into(string.sub(events_key, 1, -7) .. 'counts', field, 1)
 end
 
 -- History that outlives every reader: per minute and per hour, counts of
@@ -356,12 +345,8 @@ local MINUTE_KEEP_MS = 48 * 3600000
 local HOUR_KEEP_MS = 90 * 86400000
 local WAIT_BUCKETS_MS = {100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000}
 local function count_slot(key, field, keep_ms)
-  local kind = counter_usable(key)
-  if kind then
-    redis.call('HINCRBY', key, field, 1)
-    if kind == 'new' then redis.call('PEXPIRE', key, keep_ms) end
-    counter_kind[key] = 'hash'
-  end
+  -- A field's first count may be its key's first: the key then gets its lifetime (NX: one it has stays).
+  if count_into(key, field, 1) == 1 then redis.call('PEXPIRE', key, keep_ms, 'NX') end
 end
 -- A call counts several things at one time (a move and its wait or run, a batch): the two keys of a
 -- time are built once per call.
@@ -388,14 +373,12 @@ end
 -- complete or fail).
 local function count_duration(prefix, kind, ms)
   -- Another writer's due time of -inf, or a claimed_at far in the past, would add an infinite or huge
-  -- duration, and HINCRBY refuses those after the move's writes: a duration counts as 10 years at most.
+  -- duration: a duration counts as 10 years at most.
   if ms ~= ms then return end
   ms = math.min(math.max(ms, 0), MAX_DELAY_MS)
   local key = prefix .. 'counts'
-  if not counter_usable(key) then return end
-  redis.call('HINCRBY', key, kind .. ':' .. bucket_of(ms), 1)
-  redis.call('HINCRBY', key, kind .. ':sum', math.floor(ms))
-  counter_kind[key] = 'hash'
+  count_into(key, kind .. ':' .. bucket_of(ms), 1)
+  count_into(key, kind .. ':sum', math.floor(ms))
 end
 -- A claim's wait goes into the minute and hour as its latency bucket (latency.lua); the series read
 -- folds those into w0..w10 beside the w0..w10 older scripts wrote.

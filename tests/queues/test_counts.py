@@ -50,6 +50,27 @@ def test_a_counts_key_another_writer_made_a_string_does_not_stop_the_moves(mq: E
         mq.run(reads.counts("mail"))
 
 
+def test_counters_that_hold_no_integer_or_another_type_are_left_alone_and_every_move_still_happens(
+        mq: EchoMQ) -> None:
+    keys = QueueKeys("mail")
+    time_ms = int(mq.redis.time()[0]) * 1000
+    minute, hour = f"{keys.prefix}m:{time_ms // 60_000}", f"{keys.prefix}h:{time_ms // 3_600_000}"
+    mq.redis.hset(keys.counts, mapping={"enqueue": "many", "claim": "x", "complete": "9" * 30, "run:sum": "-"})
+    mq.redis.set(minute, "not a hash")
+    mq.redis.rpush(hour, "not a hash either")
+    foreign = {key: mq.redis.dump(key) for key in (minute, hour)}
+
+    mq.enqueue("mail", "x", job_id="a")
+    job = mq.claim("mail", lease_ms=60_000)[0]
+    mq.complete("mail", job.id, job.token)
+
+    assert mq.job("mail", "a").state == "done"
+    assert mq.redis.hmget(keys.counts, "enqueue", "claim", "complete", "run:sum") == [
+        b"many", b"x", b"9" * 30, b"-"]
+    # The key may have turned a minute meanwhile: those that were written by another writer are as they were.
+    assert {key: mq.redis.dump(key) for key in foreign} == foreign
+
+
 def test_fields_a_foreign_writer_added_are_not_read(mq: EchoMQ) -> None:
     mq.redis.hset(QueueKeys("mail").counts, mapping={f"junk{n}": n for n in range(2000)} | {"complete": "x"})
     mq.enqueue("mail", "x")

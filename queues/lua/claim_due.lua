@@ -57,10 +57,9 @@ local function claim_due(now, lease, claim_id, worker, count, note)
   local budget = count + 100
 
   -- Why a job cannot be claimed, or nil; its hash fields (state, attempts,
-  -- payload) when it is a hash.
-  local function unclaimable(job_key, kind, score)
+  -- payload: `f`, read by the caller) when it is a hash.
+  local function unclaimable(kind, score, f)
     if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash', nil end
-    local f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload')
     if f[1] ~= 'pending' then
       return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending', f
     end
@@ -99,11 +98,19 @@ local function claim_due(now, lease, claim_id, worker, count, note)
         local id, score = ids[i], ids[i + 1]
         local job_key = PREFIX .. 'job:' .. id
         looked = looked + 1
-        local kind = redis.call('TYPE', job_key).ok
+        -- The fields first (a pending job's hash, as it nearly always is); the key's type is asked only
+        -- when they do not tell: no state field, or a key of another type.
+        local f = redis.pcall('HMGET', job_key, 'state', 'attempts', 'payload')
+        local kind = 'hash'
+        if f.err or not f[1] then
+          kind = redis.call('TYPE', job_key).ok
+          if kind == 'hash' then f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload') end
+        end
         if kind == 'none' then
           redis.call('ZREM', KEYS[1], id)
         else
-          local why, f = unclaimable(job_key, kind, score)
+          local why
+          why, f = unclaimable(kind, score, f)
           if why then
             set_aside(id, job_key, why, f)
           elseif not take then

@@ -492,10 +492,15 @@ end
 -- that stores only the three core fields is fenced by attempts alone).
 -- Returns nil when the caller holds the lease, else a refusal reply.
 local function check_lease(job_key, active_key, id, token_attempts, claim_id)
-  local kind = redis.call('TYPE', job_key).ok
-  if kind == 'none' then return refuse('missing') end
-  if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
-  local f = redis.call('HMGET', job_key, 'state', 'attempts', 'claim_id')
+  -- The fields first (an active job's hash, as it nearly always is); its type is asked only when they do
+  -- not tell: no state field, or a key of another type.
+  local f = redis.pcall('HMGET', job_key, 'state', 'attempts', 'claim_id')
+  if f.err or not f[1] then
+    local kind = redis.call('TYPE', job_key).ok
+    if kind == 'none' then return refuse('missing') end
+    if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
+    f = redis.call('HMGET', job_key, 'state', 'attempts', 'claim_id')
+  end
   if f[1] ~= 'active' then return refuse('state', f[1], f[2]) end
   if to_int(f[2]) ~= token_attempts then return refuse('token', f[1], f[2]) end
   if f[3] and f[3] ~= claim_id then return refuse('token', f[1], f[2]) end

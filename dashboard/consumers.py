@@ -24,7 +24,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from queues import EmqError, InvalidInput, validate_job_id, validate_queue_name
-from queues.follower import Follower, Subscription
+from queues.follower import Follower, Subscription, stop_if_cancelled
 from queues.keys import parse_job_id_token
 
 from . import presenters
@@ -242,6 +242,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             async with self.turn:
                 await self._send_all(await self._safely(self.page.full(self.follower)))
             while True:
+                # A cancel a render's Redis call lost must not leave this task waiting in next() for ever.
+                stop_if_cancelled()
                 update = await self.subscription.next()
                 started = time.monotonic()
                 async with self.turn:

@@ -59,6 +59,20 @@ MAX_TRACKED_IDS: Final = 500
 _UNREACHABLE: Final = (*UNREACHABLE, Unavailable)
 
 
+def stop_if_cancelled() -> None:
+    """Raises CancelledError in a task that was asked to stop but carried on.
+
+    On Python 3.11, ``asyncio.wait_for`` drops a cancel that arrives just as what it awaits finishes, and
+    redis-py's asyncio connection writes every command under ``wait_for``: a task cancelled during a write
+    goes on as if it never was, with only ``Task.cancelling()`` still counting the request. A loop that runs
+    until cancelled calls this at each turn, so such a task stops at its next turn instead of running, or
+    waiting for an update nobody will send, for ever.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class Throughput:
     """Moves per bucket of server time, per queue and in total, over the last few minutes."""
 
@@ -340,6 +354,7 @@ class Follower:
     async def _poll_loop(self) -> None:
         next_registry = next_sweep = 0.0
         while True:
+            stop_if_cancelled()
             started = time.monotonic()
             self._poll_now.clear()
             try:
@@ -367,7 +382,9 @@ class Follower:
             if self.up is not True:
                 wake = min(wake, started + RETRY_S)
             try:
-                await asyncio.wait_for(self._poll_now.wait(), max(0.02, wake - time.monotonic()))
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for may drop the cancel that stops us.
+                async with asyncio.timeout(max(0.02, wake - time.monotonic())):
+                    await self._poll_now.wait()
             except TimeoutError:
                 pass
 
@@ -386,6 +403,7 @@ class Follower:
 
     async def _read_loop(self) -> None:
         while True:
+            stop_if_cancelled()
             streams = {QueueKeys(q).events: self._positions[q] for q in self.followed() if q in self._positions}
             if not streams or not self.up:
                 await asyncio.sleep(0.05)
@@ -424,6 +442,7 @@ class Follower:
 
     async def _publish_loop(self) -> None:
         while True:
+            stop_if_cancelled()
             await self._wake.wait()
             wait = self._last_publish + self.publish_interval_s - time.monotonic()
             if wait > 0:

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
+from dashboard.live import JobPage
 from dashboard.presenters import dom_id
 from queues import EchoMQ, QueueKeys
+from queues.follower import Follower, Update
 from queues.keys import QUEUE_REGISTRY
 from tests.support.redis_servers import RedisServer
 from tests.support.sockets import connect, receive_until
@@ -117,3 +121,31 @@ async def test_every_page_gets_the_banner_when_redis_stops_and_loses_it_when_it_
             await receive_until(page, lambda m: 'role="alert" hidden hx-swap-oob' in m)
     finally:
         server.cleanup()
+
+
+async def test_a_page_whose_render_lost_the_cancel_of_its_close_stops_at_its_next_turn(
+        console_mq: EchoMQ, viewer_cookie: bytes, stop_followers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    console_mq.enqueue("mail", "a", job_id="j1")
+    communicator = await connect("/ws/job/?q=mail&id=j1", viewer_cookie)
+    await receive_until(communicator, lambda m: "j1" in m)
+    rendering = asyncio.Event()
+
+    async def render_that_loses_its_cancel(page: JobPage, follower: Follower, update: Update) -> list[str]:
+        rendering.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            # Dropped, as Python 3.11's asyncio.wait_for drops a cancel that arrives as the Redis write it
+            # awaits (redis-py's asyncio client writes every command under it) finishes.
+            pass
+        return []
+
+    monkeypatch.setattr(JobPage, "changed", render_that_loses_its_cancel)
+    [pusher] = [task for task in asyncio.all_tasks() if getattr(task.get_coro(), "__qualname__", "") == "LiveConsumer._push"]
+    console_mq.enqueue("mail", "b")
+    await asyncio.wait_for(rendering.wait(), 30)
+
+    await communicator.disconnect()
+
+    await asyncio.wait([pusher], timeout=10)
+    assert pusher.cancelled()

@@ -125,8 +125,10 @@ def bullmq_side(server: RedisServer, jobs: int) -> dict[str, float]:
 # to do nothing).
 FEATURES: dict[str, list[tuple[str, str]]] = {
     "event stream (XADD)": [("redis.call('XADD', events_key,", "local _ = (function(...) end)(events_key,")],
-    "history entry": [("local function append_history(job_key, ts, code, move, attempts, actor, note)",
-                       "local function append_history(job_key, ts, code, move, attempts, actor, note) do return end")],
+    "history entry": [("local function append_history(job_key, ts, code, move, attempts, actor, note, fields)",
+                       # The fields the move sets ride on the history's HSET: they are still written, alone.
+                       "local function append_history(job_key, ts, code, move, attempts, actor, note, fields) "
+                       "do if fields then redis.call('HSET', job_key, unpack(fields)) end return end")],
     "move counter": [("local function count_move(events_key, field)",
                       "local function count_move(events_key, field) do return end")],
     "minute/hour series": [("local function count_series(prefix, ts, field)",

@@ -59,7 +59,8 @@ local DEFAULT_MAX_ATTEMPTS = 3
 -- when it is not the default, and no created_at (the history's enqueue entry
 -- holds that time; see store_history).
 local function new_job_fields(payload, max_attempts)
-  local fields = {'state', 'pending', 'attempts', 0, 'payload', payload}
+  -- new_job: emit's append_history reads no history of a hash the move is making (not an HSET argument).
+  local fields = {'state', 'pending', 'attempts', 0, 'payload', payload, new_job = true}
   if max_attempts ~= DEFAULT_MAX_ATTEMPTS then
     fields[#fields + 1] = 'max_attempts'
     fields[#fields + 1] = max_attempts
@@ -231,6 +232,20 @@ local function scan_history(text)
   return base, attempts, actor, count, claimed, claim_actor, claim_note
 end
 
+-- HSET of the history text and the fields a move sets (`fields`: nil, or field, value pairs), in one call;
+-- the move's fields first, so a new job's hash is laid out as it always was (history last).
+local function hset_history(job_key, text, fields)
+  if not fields then
+    redis.call('HSET', job_key, 'history', text)
+    return
+  end
+  local args = {}
+  for i = 1, #fields do args[i] = fields[i] end
+  args[#args + 1] = 'history'
+  args[#args + 1] = text
+  redis.call('HSET', job_key, unpack(args))
+end
+
 -- Stores entries as the history field, dropping the oldest while there are
 -- too many or the text is too long; a dropped enqueue (or clone) entry leaves its time
 -- as created_at; `fields` (nil, or field, value pairs) go in the same HSET. Returns the text stored.
@@ -244,7 +259,7 @@ local function store_history(job_key, entries, fields)
   if is_creation_code(first.code) and entries[1] ~= first and redis.call('HEXISTS', job_key, 'created_at') == 0 then
     redis.call('HSET', job_key, 'created_at', string.format('%d', first.ts))
   end
-  redis.call('HSET', job_key, 'history', text, unpack(fields or {}))
+  hset_history(job_key, text, fields)
   return text
 end
 
@@ -276,20 +291,21 @@ local function keep_last_error(job_key, new_error)
 end
 
 -- Appends the move's entry (`code` its letter, from move_row), writing `fields` (nil, or field, value
--- pairs the move sets) in the same HSET; returns the newest claim's time in the history (nil when it holds
--- none), which complete and fail count the run from.
+-- pairs the move sets) in the same HSET; `fields.new_job` (a move that makes the hash: it has no history
+-- to read) skips the read. Returns the newest claim's time in the history (nil when it holds none), which
+-- complete and fail count the run from.
 local function append_history(job_key, ts, code, move, attempts, actor, note, fields)
   local entry = {code = code, ts = ts, attempts = escape_field(tostring(attempts)),
                  actor = escape_field(actor), err = note}
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
-  local old = read_history(job_key)
+  local old = not (fields and fields.new_job) and read_history(job_key) or nil
   local base, attempts_before, actor_before, count, claimed, claim_actor, claim_note
   if old and old ~= '' then
     base, attempts_before, actor_before, count, claimed, claim_actor, claim_note = scan_history(old)
   end
   if not base then
-    redis.call('HSET', job_key, 'history', format_history({entry}), unpack(fields or {}))
+    hset_history(job_key, format_history({entry}), fields)
     return move == 'claim' and ts or nil
   end
   if move == 'claim' then
@@ -301,7 +317,7 @@ local function append_history(job_key, ts, code, move, attempts, actor, note, fi
   if note or entry.actor ~= actor_before then line = line .. '\t' .. entry.actor end
   if note then line = line .. '\t' .. note end
   if count < HISTORY_MAX_ENTRIES and #old + 1 + #line <= HISTORY_MAX_BYTES then
-    redis.call('HSET', job_key, 'history', old .. '\n' .. line, unpack(fields or {}))
+    hset_history(job_key, old .. '\n' .. line, fields)
     return claimed
   end
   -- Full: drop the oldest entries, the new first one taking the absolute time.

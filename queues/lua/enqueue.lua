@@ -34,7 +34,7 @@ end
 
 local now = now_ms()
 local due = now + delay
-redis.call('HSET', KEYS[6], unpack(new_job_fields(payload, max_attempts)))
 redis.call('ZADD', KEYS[1], due, id)
-emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, KEYS[6])
+-- The job's fields go in the history entry's HSET (one call, and no history read of a hash not yet made).
+emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, KEYS[6], nil, new_job_fields(payload, max_attempts))
 return {'OK', tostring(due)}

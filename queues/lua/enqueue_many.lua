@@ -61,10 +61,10 @@ local scored = {}
 for _, i in ipairs(fresh) do
   local id, payload = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
   local job_key = PREFIX .. 'job:' .. id
-  redis.call('HSET', job_key, unpack(new_job_fields(payload, max_attempts)))
   scored[#scored + 1] = due
   scored[#scored + 1] = id
-  emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, job_key)
+  -- The job's fields go in the history entry's HSET (one call, and no history read of a hash not yet made).
+  emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, job_key, nil, new_job_fields(payload, max_attempts))
 end
 redis.call('ZADD', KEYS[1], unpack(scored))
 return reply

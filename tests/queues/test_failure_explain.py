@@ -143,13 +143,17 @@ def test_a_sample_step_looks_at_no_more_than_asked_and_says_where_to_go_on(mq: E
     for job in mq.claim("q", count=30):
         mq.run(moves.fail("q", job.id, job.token, error="boom", backoff_ms=0))
 
+    # Steps of at most 16 entries: the time budget is looked at only every 16 entries, so on a loaded machine
+    # it cannot end a step before the number of entries asked.
     first = mq.run(failure_sample("q", "failed", entries=10, payloads_per_group=3))
-    second = mq.run(failure_sample("q", "failed", offset=first.next_offset, entries=25))
+    second = mq.run(failure_sample("q", "failed", offset=first.next_offset, entries=16))
+    third = mq.run(failure_sample("q", "failed", offset=second.next_offset, entries=25))
 
     assert (first.looked_at, first.next_offset, first.done, first.card) == (10, 10, False, 30)
     assert sum(1 for j in first.jobs if j.payload is not None) == 3
-    assert (second.looked_at, second.done) == (20, True)
-    assert len({j.id for j in first.jobs + second.jobs}) == 30
+    assert (second.looked_at, second.next_offset, second.done) == (16, 26, False)
+    assert (third.looked_at, third.next_offset, third.done) == (4, 30, True)
+    assert len({j.id for j in first.jobs + second.jobs + third.jobs}) == 30
 
 
 def test_a_long_payload_or_a_key_of_another_type_is_sampled_without_being_read(mq: EchoMQ) -> None:

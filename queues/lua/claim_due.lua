@@ -56,19 +56,18 @@ local function claim_due(now, lease, claim_id, worker, count, note)
   local got, looked = 0, 0
   local budget = count + 100
 
-  -- Why a job cannot be claimed, or nil; its hash fields (state, attempts,
-  -- payload: `f`, read by the caller) when it is a hash.
+  -- Why a job cannot be claimed, or nil; `f` its hash fields (state, attempts, payload) when it is a hash.
   local function unclaimable(kind, score, f)
-    if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash', nil end
+    if kind ~= 'hash' then return 'its key is a ' .. kind .. ', not a hash' end
     if f[1] ~= 'pending' then
-      return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending', f
+      return 'state ' .. (f[1] and ('"' .. cut_utf8(f[1], 64) .. '"') or 'missing') .. ' in pending'
     end
     local attempts = f[2] and to_int(f[2])
     if f[2] and (attempts == nil or attempts < 0 or attempts >= MAX_INT) then
-      return 'attempts "' .. cut_utf8(f[2], 64) .. '" is not an integer in 0..' .. (MAX_INT - 1), f
+      return 'attempts "' .. cut_utf8(f[2], 64) .. '" is not an integer in 0..' .. (MAX_INT - 1)
     end
-    if tonumber(score) > MAX_INT then return 'due time ' .. score .. ' is out of range', f end
-    return nil, f
+    if tonumber(score) > MAX_INT then return 'due time ' .. score .. ' is out of range' end
+    return nil
   end
 
   local function set_aside(id, job_key, why, f)
@@ -98,19 +97,11 @@ local function claim_due(now, lease, claim_id, worker, count, note)
         local id, score = ids[i], ids[i + 1]
         local job_key = PREFIX .. 'job:' .. id
         looked = looked + 1
-        -- The fields first (a pending job's hash, as it nearly always is); the key's type is asked only
-        -- when they do not tell: no state field, or a key of another type.
-        local f = redis.pcall('HMGET', job_key, 'state', 'attempts', 'payload')
-        local kind = 'hash'
-        if f.err or not f[1] then
-          kind = redis.call('TYPE', job_key).ok
-          if kind == 'hash' then f = redis.call('HMGET', job_key, 'state', 'attempts', 'payload') end
-        end
+        local kind, f = job_fields(job_key, 'state', 'attempts', 'payload')
         if kind == 'none' then
           redis.call('ZREM', KEYS[1], id)
         else
-          local why
-          why, f = unclaimable(kind, score, f)
+          local why = unclaimable(kind, score, f)
           if why then
             set_aside(id, job_key, why, f)
           elseif not take then

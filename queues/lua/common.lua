@@ -502,21 +502,26 @@ local function check_types(...)
   return nil
 end
 
+-- A job key's type and, when it is a hash, its fields `...` (the first one `state`; nil otherwise). The
+-- fields are read first, a job's hash being what the key nearly always holds, and the type is asked only
+-- when they do not tell (no state field, or a key of another type): one call for the usual job, not two.
+local function job_fields(job_key, ...)
+  local f = redis.pcall('HMGET', job_key, ...)
+  if not f.err and f[1] then return 'hash', f end
+  local kind = redis.call('TYPE', job_key).ok
+  if kind ~= 'hash' then return kind, nil end
+  return kind, f.err and redis.call('HMGET', job_key, ...) or f
+end
+
 -- Fencing: a worker may extend, complete, fail or release a job only while
 -- it is active, in the active set, with the attempts its claim returned, and
 -- with its claim id when the hash carries one (a job claimed by a runtime
 -- that stores only the three core fields is fenced by attempts alone).
 -- Returns nil when the caller holds the lease, else a refusal reply.
 local function check_lease(job_key, active_key, id, token_attempts, claim_id)
-  -- The fields first (an active job's hash, as it nearly always is); its type is asked only when they do
-  -- not tell: no state field, or a key of another type.
-  local f = redis.pcall('HMGET', job_key, 'state', 'attempts', 'claim_id')
-  if f.err or not f[1] then
-    local kind = redis.call('TYPE', job_key).ok
-    if kind == 'none' then return refuse('missing') end
-    if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
-    f = redis.call('HMGET', job_key, 'state', 'attempts', 'claim_id')
-  end
+  local kind, f = job_fields(job_key, 'state', 'attempts', 'claim_id')
+  if kind == 'none' then return refuse('missing') end
+  if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   if f[1] ~= 'active' then return refuse('state', f[1], f[2]) end
   if to_int(f[2]) ~= token_attempts then return refuse('token', f[1], f[2]) end
   if f[3] and f[3] ~= claim_id then return refuse('token', f[1], f[2]) end
@@ -531,10 +536,9 @@ end
 -- operator can remove a job another writer left inconsistent.
 -- Returns (refusal or nil, state, attempts).
 local function check_seen(job_key, id, allowed, expect_state, expect_attempts)
-  local kind = redis.call('TYPE', job_key).ok
+  local kind, f = job_fields(job_key, 'state', 'attempts')
   if kind == 'none' then return refuse('missing') end
   if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
-  local f = redis.call('HMGET', job_key, 'state', 'attempts')
   local state, attempts = f[1] or '', f[2] or ''
   -- '~absent' is what an operator saw of a hash without a state field (or an empty one): delete's
   -- compare-and-move against "no state" (PROTOCOL.md, section 7). No other move's states allow ''.

@@ -390,6 +390,24 @@
       receiveOverview(got.table);
     }
   });
+  // A row whose numbers changed comes alone, to swap in by its id. htmx would put a new <tr> in the old one's
+  // place, and a row with focus would lose it under the operator's j, k or Enter: the row is morphed instead,
+  // so it stays the same element and keeps focus.
+  document.addEventListener("htmx:oobBeforeSwap", (e) => {
+    const row = e.detail.target;
+    if (!(row instanceof HTMLTableRowElement) || !row.id || !row.closest("#overview-rows")) return;
+    const incoming = e.detail.fragment.firstElementChild;
+    if (!(incoming instanceof HTMLTableRowElement) || incoming.id !== row.id) return;
+    e.detail.shouldSwap = false;
+    incoming.removeAttribute("hx-swap-oob");
+    const focused = row.contains(document.activeElement) ? document.activeElement : null;
+    Idiomorph.morph(row, incoming, { morphStyle: "outerHTML" });
+    const now = document.getElementById(incoming.id);
+    if (now) htmx.process(now);
+    if (focused && document.activeElement !== focused && now) {
+      (focused === row ? now : (focused.isConnected ? focused : now)).focus();
+    }
+  });
   const maybeApplyOverview = () => setTimeout(() => { if (waitingOverview && !overviewBusy()) applyOverview(waitingOverview); }, 0);
   document.addEventListener("pointerout", maybeApplyOverview);
   document.addEventListener("focusout", maybeApplyOverview);

@@ -46,6 +46,27 @@ def test_j_and_k_move_between_the_overviews_queues_and_enter_opens_one(page: Pag
     page.wait_for_url(re.compile(r"/queue/\?q=aaa-keys-2$"))
 
 
+def test_a_row_whose_counts_change_keeps_focus_so_enter_opens_it(page: Page, console: Console, mq: EchoMQ) -> None:
+    """A row that differs is pushed alone; it must update in place, not come in as a new row that drops focus."""
+    mq.enqueue("aaa-focus-1", "x")
+    mq.enqueue("aaa-focus-2", "x")
+    page.goto(console.url + "?filter=aaa-focus")
+    expect(page.locator("#overview-rows tr[id]")).to_have_count(2)
+    wait_until_live(page)
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    row = page.locator("#overview-rows tr[id]", has_text="aaa-focus-2")
+    expect(row).to_be_focused()
+    page.evaluate("() => { window.focusedRow = document.activeElement; }")
+
+    mq.enqueue("aaa-focus-2", "y")
+
+    expect(row.locator("td.num.pending")).to_have_text("2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement === window.focusedRow && window.focusedRow.isConnected")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/queue/\?q=aaa-focus-2$"))
+
+
 def test_escape_leaves_find_and_question_mark_shows_the_keys(page: Page, console: Console) -> None:
     page.goto(console.url)
     page.keyboard.press("/")

@@ -10,13 +10,19 @@ the same time and a finished handler seldom waits a full round trip for its
 next job. The handler runs on a task of its own (so that a lost lease cancels
 the handler alone).
 
-So a lone async handler holds at most two leases: the job it runs and the
-one claimed ahead of it. The job claimed ahead is leased from its claim like
-a prefetched one: the heartbeat extends it, a refused extend drops it before
-it starts, and a stop hands it back at once (``release``) without starting
-it, while the running handler gets its grace period. The heartbeat, a lost
-lease and the hand-back see every job in the same
-:class:`~queues.worker.ledger.Ledger`.
+So a lone async handler holds two leases: the job it runs and the one
+claimed ahead of it. A handler quicker than a round trip would still wait a
+round trip per job: then it holds more jobs ahead, as many as
+:class:`~queues.worker.depth.ClaimDepth` says (at most eight), and each
+round reports every outcome ready and tops the jobs ahead up, so that a
+round trip is always in flight while the handler runs and one
+``finish_claim`` serves several jobs.
+
+The jobs claimed ahead are leased from their claim like prefetched ones: the
+heartbeat extends them, a refused extend drops one before it starts, and a
+stop hands them back at once (``release``) without starting them, while the
+running handler gets its grace period. The heartbeat, a lost lease and the
+hand-back see every job in the same :class:`~queues.worker.ledger.Ledger`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections import deque
 from ..client import AsyncEchoMQ
 from ..errors import Unavailable
 from . import heartbeat
+from .depth import ClaimDepth
 from .handlers import Handler, error_text
 from .ledger import Held, Ledger, Round
 from .settings import WorkerSettings
@@ -43,9 +50,10 @@ class OneTaskEngine:
         self._handler = handler
         self._client = client
         self._wake = asyncio.Event()
-        # The job claimed ahead of the running one (at most one), and the one round trip in flight.
+        # The jobs claimed ahead of the running one (as many as depth wants), and the one round trip in flight.
         self._ahead: deque[Held] = deque()
         self._in_flight: asyncio.Task[None] | None = None
+        self.depth = ClaimDepth()
         # Monotonic times before which no claim (an idle queue, a refusal) and no report (a resend) goes out.
         self._next_claim = self._next_report = 0.0
         ledger.on_lost = self._on_lost
@@ -111,9 +119,10 @@ class OneTaskEngine:
                 await asyncio.wait([self._in_flight])
 
     def _send_round(self) -> None:
-        """Starts a round trip with the outcomes ready and, when no job waits, a claim of the next one."""
+        """Starts a round trip with the outcomes ready and, when fewer jobs wait than wanted, a claim of the
+        rest."""
         now = time.monotonic()
-        claim = 0 if self._ahead or now < self._next_claim else 1
+        claim = 0 if now < self._next_claim else max(0, self.depth.wanted() - len(self._ahead))
         reports = self._ledger.take_reports() if now >= self._next_report else []
         if reports or claim:
             self._in_flight = asyncio.create_task(self._round_trip(self._ledger.round(reports, claim)))
@@ -124,11 +133,13 @@ class OneTaskEngine:
 
     async def _round_trip(self, rnd: Round) -> None:
         ledger = self._ledger
+        sent = time.monotonic()
         try:
             results = await self._client.run_many(rnd.calls)
         except Unavailable as error:
             self._next_claim = self._next_report = time.monotonic() + ledger.book_unreachable(rnd, error)
             return
+        self.depth.trip_took(time.monotonic() - sent)
         # Booked here, as the answer arrives: the claimed job is held (and heartbeated) from now on.
         outcome = ledger.book_round(rnd, results)
         now = time.monotonic()
@@ -173,9 +184,11 @@ class OneTaskEngine:
             await heartbeat.release(self._ledger, self._client, [h])
         if start != "start":
             return
+        began = time.monotonic()
         task = h.running = asyncio.create_task(self._handler(h.job))  # type: ignore[arg-type]
         # Waited on, not awaited: a lost lease cancels the handler's task, and that must not cancel this one.
         await asyncio.wait([task])
+        self.depth.handler_took(time.monotonic() - began)
         cancelled = task.cancelled()
         error = None if cancelled else task.exception()
         self._ledger.book_outcome(h, cancelled=cancelled, error=error,
@@ -191,3 +204,4 @@ class OneTaskEngine:
     def _on_lost(self, h: Held) -> None:
         if h.started and not h.finished and h.running is not None:
             h.running.cancel()
+

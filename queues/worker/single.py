@@ -5,7 +5,10 @@ overlap (the next claim waits for the handler), and for a sync handler each
 job would cross from the loop to a thread and back. Here the handler's thread
 makes its round trips itself, blocking, on a connection of its own
 (:class:`~queues.client.BlockingRunner`): one round trip per job (the last
-outcome and the next claim) and no loop hop. The heartbeat, a lost lease and
+outcome and the next claim) and no loop hop. A handler quicker than a round
+trip gets several jobs per claim instead, as many as
+:class:`~queues.worker.depth.ClaimDepth` says (at most eight), and the next
+round reports all their outcomes at once. The heartbeat, a lost lease and
 the hand-back stay on the loop and see the job in the same
 :class:`~queues.worker.ledger.Ledger`.
 """
@@ -15,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 from ..client import AsyncEchoMQ, BlockingRunner
 from ..errors import Unavailable
 from . import heartbeat
+from .depth import ClaimDepth
 from .handlers import Handler, error_text
 from .ledger import Held, Ledger
 from .settings import WorkerSettings
@@ -36,6 +41,7 @@ class SingleThreadEngine:
         self._client = client
         self._runner = runner
         self._busy = False
+        self.depth = ClaimDepth()
 
     def busy(self) -> bool:
         """Whether the handler still runs (Python cannot stop a thread)."""
@@ -99,12 +105,14 @@ class SingleThreadEngine:
             reports = ledger.take_reports()
             if stopped and not reports:
                 return
-            rnd = ledger.round(reports, claim=0 if stopped else 1)
+            rnd = ledger.round(reports, claim=0 if stopped else self.depth.wanted())
+            sent = time.monotonic()
             try:
                 results = runner.run_many(rnd.calls)
             except Unavailable as error:
                 stopping.wait(ledger.book_unreachable(rnd, error))
                 continue
+            self.depth.trip_took(time.monotonic() - sent)
             outcome = ledger.book_round(rnd, results)
             claimed = outcome.claimed
             if claimed is not None and claimed.release:
@@ -114,7 +122,13 @@ class SingleThreadEngine:
                 stopping.wait(wait)
             if claimed is None or not claimed.start:
                 continue
-            for h in claimed.start:
+            for n, h in enumerate(claimed.start):
+                if stopping.is_set():
+                    # The jobs of this claim not started yet go back in one round trip.
+                    rest = [later for later in claimed.start[n:] if ledger.book_started(later) == "release"]
+                    if rest:
+                        self._release(rest)
+                    break
                 self._run(h)
 
     def _run(self, h: Held) -> None:
@@ -125,12 +139,14 @@ class SingleThreadEngine:
             return
         error: BaseException | None = None
         self._busy = True
+        began = time.monotonic()
         try:
             self._handler(h.job)
         except BaseException as raised:  # the handler's error is the job's outcome
             error = raised
         finally:
             self._busy = False
+        self.depth.handler_took(time.monotonic() - began)
         self._ledger.book_outcome(h, cancelled=False, error=error,
                                   error_text=error_text(error) if error is not None else "")
 

@@ -33,6 +33,7 @@ def contests(server: RedisServer, *, jobs: int) -> list[Contest]:
     return [
         Contest("enqueue one by one", "jobs/s", [
             Side("echomq", "EchoMQ.enqueue", partial(protocol.enqueue_one_by_one, url, one_by_one)),
+            Side("echomq", "AsyncEchoMQ.enqueue", partial(protocol.enqueue_one_by_one_async, url, one_by_one)),
             Side("bullmq", "Queue.add", partial(peers.bullmq, port, one_by_one, "add-one")),
             Side("rq", "Queue.enqueue", partial(peers.rq_enqueue_one_by_one, port, rq_one)),
         ]),

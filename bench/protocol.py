@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from queues import ClaimedJob, EchoMQ
+from queues import AsyncEchoMQ, ClaimedJob, EchoMQ
 from queues.keys import QueueKeys
 from queues.worker import Worker, event_loop_factory
 from tests.support.redis_servers import RedisServer
@@ -28,6 +28,24 @@ def enqueue_one_by_one(url: str, jobs: int) -> float:
     finally:
         mq.close()
     return rate(jobs, seconds)
+
+
+def enqueue_one_by_one_async(url: str, jobs: int) -> float:
+    """As enqueue_one_by_one, through the async client: each enqueue awaited before the next is sent."""
+    async def run() -> float:
+        mq = AsyncEchoMQ.from_url(url, actor="bench")
+        try:
+            await mq.enqueue("bench-warm", PAYLOAD)
+            start = time.perf_counter()
+            for _ in range(jobs):
+                await mq.enqueue("bench-enqueue-one-async", PAYLOAD)
+            return time.perf_counter() - start
+        finally:
+            await mq.close()
+
+    # The loop Worker.run() uses (uvloop when installed).
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return rate(jobs, runner.run(run()))
 
 
 def enqueue_in_bulk(url: str, jobs: int) -> float:

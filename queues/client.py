@@ -1021,6 +1021,18 @@ class AsyncEchoMQ(Described):
     async def run(self, call: Call[T]) -> T:
         if self.wait_replicas and script(call.script).writes:
             return await self._run_replicated(call)
+        if self._wire_options is not None and not is_cluster_client(self.redis):
+            # On the lean wire, as run_many and the sync client's runner: redis-py's pool, encoder and hooks
+            # cost more than the script's own round trip.
+            result = (await self.run_many([call]))[0]
+            if isinstance(result, Exception):
+                raise result
+            await self._register(call)
+            return result  # type: ignore[no-any-return]
+        return await self._run_on_pool(call)
+
+    async def _run_on_pool(self, call: Call[T]) -> T:
+        """One call through redis-py's client (a cluster's follows its redirects), EVAL when not cached."""
         s = script(call.script)
         try:
             try:
@@ -1110,7 +1122,7 @@ class AsyncEchoMQ(Described):
                 # The script did not run (not cached, or its slot lives elsewhere
                 # now): send it again alone, through the redirect-following path.
                 try:
-                    results.append(await self.run(call))
+                    results.append(await self._run_on_pool(call))
                 except Exception as error:
                     results.append(_translate(call, error))
                 continue

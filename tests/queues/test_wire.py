@@ -137,6 +137,24 @@ async def test_the_urls_database_is_selected_on_the_lean_connection(mq: EchoMQ, 
     in_three.close()
 
 
+async def test_a_single_async_call_goes_on_the_lean_connection_runs_after_script_flush_and_registers_its_queue(
+        mq: EchoMQ, redis_url: str) -> None:
+    client = AsyncEchoMQ.from_url(redis_url, actor="w1")
+    try:
+        first = await client.enqueue("lone-async", "a")
+        assert list(client._wires) != []  # the call opened this loop's lean connection
+        mq.redis.script_flush()
+        # Not cached any more: the wire's EVALSHA is refused, and the call is sent again with its source.
+        second = await client.enqueue("lone-async", "b")
+        with pytest.raises(moves.Duplicate):
+            await client.enqueue("lone-async", "c", job_id=second)
+    finally:
+        await client.close()
+
+    assert [mq.job("lone-async", job_id).state for job_id in (first, second)] == ["pending", "pending"]
+    assert mq.redis.sismember("emq:queues", "lone-async")
+
+
 async def test_clients_the_lean_connection_cannot_serve_use_redis_pys_own(mq: EchoMQ, redis_url: str) -> None:
     decoding = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
     client = AsyncEchoMQ(decoding, actor="w1")

@@ -138,6 +138,29 @@
     if (el && el.matches(":hover")) el.addEventListener("mouseleave", then, { once: true });
     else then();
   };
+  // The search's matches are a new search's, drawn afresh: a match link with focus could only lose it, so they
+  // also wait until focus has left them.
+  const whenLeft = (el, then) => {
+    if (el && el.matches(":hover")) el.addEventListener("mouseleave", () => whenLeft(el, then), { once: true });
+    else if (el && el.contains(document.activeElement)) {
+      el.addEventListener("focusout", () => setTimeout(() => whenLeft(el, then), 0), { once: true });
+    } else then();
+  };
+  // The groups are morphed in place, not swapped: a group still there (matched by its id) keeps the focus an
+  // operator gave its link, button or slice form, and an opened slice or an option chosen stays so.
+  const keepChoices = {
+    beforeAttributeUpdated: (name, node) => !((name === "open" && node instanceof HTMLDetailsElement) ||
+      (name === "selected" && node instanceof HTMLOptionElement)),
+  };
+  const refreshGroups = async () => {
+    const answer = await fetch(location.pathname + location.search, { credentials: "same-origin" });
+    if (!answer.ok) return;
+    const fresh = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById("failure-groups");
+    const current = document.getElementById("failure-groups");
+    if (!fresh || !current) return;
+    Idiomorph.morph(current, fresh, { morphStyle: "outerHTML", callbacks: keepChoices });
+    htmx.process(document.getElementById("failure-groups"));
+  };
   const keptRuns = [];
   const catchUp = () => {
     for (const progress of document.querySelectorAll("#failure-runs .run-progress, .search-results .action-runs .run-progress")) {
@@ -145,14 +168,13 @@
       caughtUp.add(progress.id);
       const groups = document.getElementById("failure-groups");
       if (progress.closest("#failure-runs") && groups) {
-        whenPointerLeaves(groups, () => htmx.ajax("GET", location.pathname + location.search,
-          { target: "#failure-groups", select: "#failure-groups", swap: "outerHTML" }));
+        whenPointerLeaves(groups, refreshGroups);
         continue;
       }
       const form = document.querySelector("form.search-form");
       const results = document.getElementById("search-results");
       if (!form || !results) continue;
-      whenPointerLeaves(results.querySelector(".search-matches"), () => {
+      whenLeft(results.querySelector(".search-matches"), () => {
         for (const box of results.querySelectorAll(".action-runs > .run")) {
           box.removeAttribute("ws-connect");
           box.removeAttribute("hx-ext");

@@ -442,9 +442,13 @@
   });
 
   // --- the summaries: a push morphs them in place, so a focused tab or link keeps focus --------
+  // So do the queue page's workers line (its Workers link) and a bulk run's progress (its Cancel button): each
+  // push re-sends them whole, and swapped in as new elements they would drop the focus an operator gave them.
+  const morphedInPlace = (target) => target.id === "queue-summary" || target.id === "overview-summary" ||
+    target.id === "queue-workers" || target.matches(".run-progress");
   document.addEventListener("htmx:oobBeforeSwap", (e) => {
     const target = e.detail.target;
-    if (!target || (target.id !== "queue-summary" && target.id !== "overview-summary")) return;
+    if (!target || !morphedInPlace(target)) return;
     const incoming = e.detail.fragment.firstElementChild;
     if (!incoming) return;
     e.detail.shouldSwap = false;

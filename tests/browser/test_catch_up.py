@@ -1,6 +1,7 @@
 """In real Chromium: pages catch up after an action. A row's press moves focus to its answer, and a ticked run
 that started clears its ticks, so the held table shows what the move did once the pointer leaves; a run that
-finishes on the failures page or over a search's results brings the groups and the matches up to date."""
+finishes on the failures page or over a search's results brings the groups and the matches up to date, without
+taking focus from a group still there or from a match."""
 
 from __future__ import annotations
 
@@ -74,6 +75,69 @@ def test_the_failures_page_shows_the_groups_a_finished_run_left(operator_page: P
     expect(groups.first.locator(".signature")).to_have_text("card declined")
     expect(page.locator("#failure-groups")).to_contain_text("1 failed jobs")
     expect(page.locator("#failure-runs .run-progress .tally")).to_contain_text("3 moved")  # the run's box stays
+
+
+def _start_run_from(page: Page, button: str) -> None:
+    """Presses ``button`` (a selector) and confirms, leaving focus where it was: a click from script does not move
+    focus, and the dialog gives it back on closing."""
+    page.locator(button).first.evaluate("(button) => button.click()")
+    page.locator("dialog.confirm-dialog button.danger").click()
+    expect(page.locator("dialog.confirm-dialog")).to_have_count(0)
+
+
+def _focused_before() -> str:
+    return "() => document.activeElement === window.focusedBefore && window.focusedBefore.isConnected"
+
+
+def test_the_groups_catch_up_around_a_slice_the_operator_is_choosing(operator_page: Page, console: Console,
+                                                                     mq: EchoMQ) -> None:
+    """The groups are morphed in place: the other group's opened slice stays open, its choice keeps focus."""
+    page = operator_page
+    queue = "catch-slice"
+    for n in range(3):
+        _fail(mq, queue, f"t{n}", f"timeout after {3000 + n} ms")
+    _fail(mq, queue, "c1", "card declined")
+    page.goto(console.url + f"failures/?q={queue}")
+    groups = page.locator(".failure-group")
+    expect(groups).to_have_count(2)
+    other = groups.nth(1)
+    other.locator(".group-slice summary").click()
+    other.locator(".group-slice select[name=release]").focus()
+    page.evaluate("() => { window.focusedBefore = document.activeElement; }")
+
+    _start_run_from(page, ".failure-group .group-act-form button[value=retry]")
+    expect(page.locator("#failure-runs .run-progress:not(.running)")).to_have_count(1, timeout=15_000)
+    page.mouse.move(5, 5)
+
+    expect(groups).to_have_count(1, timeout=10_000)
+    expect(groups.first.locator(".signature")).to_have_text("card declined")
+    assert page.evaluate(_focused_before())
+    expect(groups.first.locator(".group-slice")).to_have_attribute("open", "")
+
+
+def test_search_results_catch_up_once_focus_has_left_the_matches(operator_page: Page, console: Console,
+                                                                  mq: EchoMQ) -> None:
+    """The matches are drawn afresh by a new search, so they wait for focus to leave them as for the pointer."""
+    page = operator_page
+    queue = "catch-search-focus"
+    for n in range(3):
+        _fail(mq, queue, f"s{n}", "zebra timeout")
+    page.goto(console.url + f"search/?q={queue}&state=failed&error=zebra")
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    expect(page.locator(".search-match")).to_have_count(3)
+    page.locator(".search-match a").first.focus()
+    page.evaluate("() => { window.focusedBefore = document.activeElement; window.searchedAgain = false;"
+                  " document.addEventListener('htmx:beforeRequest', (e) => {"
+                  " if (e.detail.elt.matches('form.search-form')) window.searchedAgain = true; }); }")
+
+    _start_run_from(page, ".search-act-form button[value=retry]")
+    expect(page.locator("#search-results .run-progress:not(.running)")).to_have_count(1, timeout=15_000)
+    page.mouse.move(5, 5)
+
+    assert page.evaluate("() => !window.searchedAgain") and page.evaluate(_focused_before())
+    page.locator("form.search-form input[name=q]").focus()
+    expect(page.locator(".search-match")).to_have_count(0, timeout=15_000)
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
 
 
 def test_search_results_show_the_states_a_finished_run_left(operator_page: Page, console: Console,

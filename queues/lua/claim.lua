@@ -40,4 +40,7 @@ if refused then return refused end
 local paused = paused_reply()
 if paused then return paused end
 local note = attempt_note(worker)
-return claim_due(now_ms(), lease, claim_id, worker, count, note)
+count_batch()
+local reply = claim_due(now_ms(), lease, claim_id, worker, count, note)
+count_flush()
+return reply

@@ -52,6 +52,7 @@ end
 local now = now_ms()
 reply[1] = tostring(now)
 if #ok == 0 then return reply end
+count_batch()
 local ids, scored = {}, {}
 for _, i in ipairs(ok) do
   local id = ARGV[2 + 3 * i]
@@ -63,4 +64,5 @@ for _, i in ipairs(ok) do
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 redis.call('ZADD', KEYS[3], unpack(scored))
+count_flush()
 return reply

@@ -57,6 +57,7 @@ for i = 0, count - 1 do
 end
 
 if #fresh == 0 then return reply end
+count_batch()
 local scored = {}
 for _, i in ipairs(fresh) do
   local id, payload = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
@@ -67,4 +68,5 @@ for _, i in ipairs(fresh) do
   emit(KEYS[5], 'enqueue', id, '', 'pending', 0, actor, now, job_key, nil, new_job_fields(payload, max_attempts))
 end
 redis.call('ZADD', KEYS[1], unpack(scored))
+count_flush()
 return reply

@@ -62,6 +62,7 @@ local note = not paused and attempt_note(actor) or nil
 
 local reply = {'', ''}
 local plans = {}
+count_batch()
 for i = 0, jobs - 1 do
   local at = 6 + 5 * i
   local id = ARGV[at]
@@ -99,4 +100,5 @@ if #done > 0 then
   redis.call('ZADD', KEYS[3], unpack(scored))
 end
 reply[2] = paused or claim_due(now, lease, claim_id, actor, count, note)
+count_flush()
 return reply

@@ -86,3 +86,71 @@ def test_each_claim_counts_its_wait_and_each_finish_its_run(mq: EchoMQ) -> None:
     assert sum(v for k, v in counted.items() if k.startswith("wait:") and k != "wait:sum") == 3
     assert sum(v for k, v in counted.items() if k.startswith("run:") and k != "run:sum") == 3
     assert counted["run:sum"] >= 0 and counted["wait:sum"] >= 0
+
+
+def _counters(mq: EchoMQ, queue: str) -> dict[str, dict[str, int]]:
+    """Every counter of the queue: its counts hash and each minute and hour key, by kind (the minute and hour
+    numbers left out, so two queues counted in different minutes compare), with each key's lifetime set."""
+    prefix = QueueKeys(queue).prefix
+    found: dict[str, dict[str, int]] = {}
+    for key in mq.redis.scan_iter(match=prefix + "*", count=1000):
+        name = key.decode()[len(prefix):]
+        kind = "counts" if name == "counts" else name.split(":")[0] if name.startswith(("m:", "h:")) else None
+        if kind is None:
+            continue
+        if kind != "counts":
+            assert mq.redis.pttl(key) > 0, f"{name} has no lifetime"
+        fields = {f.decode(): int(v) for f, v in mq.redis.hgetall(key).items()}
+        for field, value in fields.items():
+            found.setdefault(kind, {})
+            found[kind][field] = found[kind].get(field, 0) + value
+    return found
+
+
+def _totals(counters: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Each duration histogram as its number of durations (which bucket each fell in, and the ms summed, differ
+    between two runs); every other field as it is."""
+    def name(field: str) -> str:
+        if field.startswith(("wait:", "run:")):
+            return field.split(":")[0] + (":sum" if field.endswith(":sum") else ":counted")
+        return field[0] + "*" if field[0] in "WR" and field[1:].isdigit() else field
+    totals: dict[str, dict[str, int]] = {}
+    for kind, fields in counters.items():
+        for field, value in fields.items():
+            if not field.endswith(":sum"):
+                totals.setdefault(kind, {})
+                totals[kind][name(field)] = totals[kind].get(name(field), 0) + value
+    return totals
+
+
+def test_a_batch_counts_what_its_moves_one_by_one_count_and_writes_each_counter_field_once(mq: EchoMQ) -> None:
+    n = 30
+    # One by one: 30 enqueues, 30 claims, 30 completions.
+    for i in range(n):
+        mq.enqueue("single", f"job {i}")
+    for _ in range(n):
+        job = mq.claim("single", lease_ms=60_000)[0]
+        mq.complete("single", job.id, job.token)
+
+    # In batches: one enqueue_many, one claim of 30, one complete_many, then a finish_claim of 30 reports
+    # that claims 30 more (enqueued by a second enqueue_many) and one that reports those.
+    mq.enqueue_many("batched", [f"job {i}" for i in range(n)])
+    held = mq.claim("batched", lease_ms=60_000, count=n)
+    mq.redis.config_resetstat()
+    mq.run(moves.complete_many("batched", [(job.id, job.token) for job in held]))
+    completing_writes = mq.redis.info("commandstats")["cmdstat_hincrby"]["calls"]
+    mq.enqueue_many("batched", [f"job {i}" for i in range(n, 2 * n)])
+    done_first = mq.run(moves.finish_claim("batched", [], lease_ms=60_000, count=n))
+    claimed = done_first.claimed
+    mq.run(moves.finish_claim("batched", [moves.Report(job.id, job.token) for job in claimed], count=1))
+
+    single, batched = _counters(mq, "single"), _counters(mq, "batched")
+    for kind in ("counts", "m", "h"):
+        assert _totals(batched)[kind] == {f: 2 * v for f, v in _totals(single)[kind].items()}
+    assert _totals(single)["counts"] == {"enqueue": n, "claim": n, "complete": n, "wait:counted": n,
+                                         "run:counted": n}
+    assert _totals(single)["m"] == _totals(single)["h"] == {"e": n, "c": n, "W*": n, "R*": n}
+    assert {"wait:sum", "run:sum"} <= set(batched["counts"])
+    # 30 completions counted with one HINCRBY per field (complete, run:<bucket>, run:sum, and the minute's and
+    # the hour's c and R<bucket>), not one per job and field.
+    assert completing_writes <= 8

@@ -40,7 +40,7 @@ if refused then return refused end
 local paused = paused_reply()
 if paused then return paused end
 local note = attempt_note(worker)
-count_batch()
+if count > 1 then count_batch() end
 local reply = claim_due(now_ms(), lease, claim_id, worker, count, note)
 count_flush()
 return reply

@@ -334,13 +334,14 @@ end
 local EVENTS_MAXLEN = 10000
 -- Adds `by` to a counter field with pcall: a key of another type (not written by a script), or a field that
 -- holds no integer or would overflow, is left alone and the move still happens; nothing is asked first
--- (a TYPE per key would cost every move as much as the count). Returns the new value, or an error table.
+-- (a TYPE per key would cost every move as much as the count).
 --
--- A call that moves many jobs (finish_claim, claim, complete_many, enqueue_many) calls count_batch() before
+-- A call that moves several jobs (finish_claim, claim, complete_many, enqueue_many) calls count_batch() before
 -- its first write and count_flush() before its reply: in between, counts are added up in Lua and written
 -- once per key and field, in the order first counted, so a batch of n jobs sends a few HINCRBYs instead
--- of about a dozen per job. `keep_ms` (the minute and hour keys): when the field is new (its new value is
--- what was added), the key gets that lifetime unless it has one (NX).
+-- of about a dozen per job. (For one job the tables cost more than they save: such a call counts directly.)
+-- `keep_ms` (the minute and hour keys): when the field is new (its new value is what was added), the key
+-- gets that lifetime unless it has one (NX).
 local batched = nil
 local function count_into(key, field, by, keep_ms)
   local b = batched

@@ -52,7 +52,7 @@ end
 local now = now_ms()
 reply[1] = tostring(now)
 if #ok == 0 then return reply end
-count_batch()
+if #ok > 1 then count_batch() end
 local ids, scored = {}, {}
 for _, i in ipairs(ok) do
   local id = ARGV[2 + 3 * i]

@@ -57,7 +57,7 @@ for i = 0, count - 1 do
 end
 
 if #fresh == 0 then return reply end
-count_batch()
+if #fresh > 1 then count_batch() end
 local scored = {}
 for _, i in ipairs(fresh) do
   local id, payload = ARGV[4 + 2 * i], ARGV[5 + 2 * i]

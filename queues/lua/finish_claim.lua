@@ -62,7 +62,8 @@ local note = not paused and attempt_note(actor) or nil
 
 local reply = {'', ''}
 local plans = {}
-count_batch()
+-- One job reported and one claimed count nothing twice: a batch is worth its tables from two of a kind.
+if jobs > 1 or count > 1 then count_batch() end
 for i = 0, jobs - 1 do
   local at = 6 + 5 * i
   local id = ARGV[at]

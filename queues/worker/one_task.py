@@ -74,7 +74,7 @@ class OneTaskEngine:
             await asyncio.wait([working, stopped], return_when=asyncio.FIRST_COMPLETED)
             self._ledger.stopping.set()
             self._wake.set()
-            # The job claimed ahead goes back now, not when the running handler is done.
+            # The jobs claimed ahead go back now, not when the running handler is done.
             await self._release_ahead()
             if not working.done():
                 hurried = asyncio.create_task(hurry.wait())
@@ -153,7 +153,7 @@ class OneTaskEngine:
         await heartbeat.release(ledger, self._client, claimed.release)
 
     async def _wind_down(self) -> None:
-        """Stopping: the job claimed ahead goes back at once; the outcomes ready are reported."""
+        """Stopping: the jobs claimed ahead go back at once; the outcomes ready are reported."""
         ledger = self._ledger
         if self._in_flight is not None:
             await asyncio.wait([self._in_flight])
@@ -172,7 +172,7 @@ class OneTaskEngine:
                 await asyncio.sleep(resend_after)
 
     async def _release_ahead(self) -> None:
-        """Stopping: hands back the job claimed ahead (marked handed back before the first await, so that
+        """Stopping: hands back the jobs claimed ahead (marked handed back before the first await, so that
         the loop never starts it)."""
         ahead = [h for h in self._ahead if self._ledger.book_started(h) == "release"]
         self._ahead.clear()
@@ -204,4 +204,3 @@ class OneTaskEngine:
     def _on_lost(self, h: Held) -> None:
         if h.started and not h.finished and h.running is not None:
             h.running.cancel()
-

@@ -173,7 +173,7 @@ class OneTaskEngine:
 
     async def _release_ahead(self) -> None:
         """Stopping: hands back the jobs claimed ahead (marked handed back before the first await, so that
-        the loop never starts it)."""
+        the loop never starts them)."""
         ahead = [h for h in self._ahead if self._ledger.book_started(h) == "release"]
         self._ahead.clear()
         await heartbeat.release(self._ledger, self._client, ahead)

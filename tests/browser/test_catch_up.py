@@ -6,7 +6,7 @@ taking focus from a group still there or from a match."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
@@ -55,16 +55,22 @@ def _fail(mq: EchoMQ, queue: str, job_id: str, error: str) -> None:
     mq.run(moves.fail(queue, job.id, job.token, error=error, backoff_ms=0))
 
 
-def test_the_failures_page_shows_the_groups_a_finished_run_left(operator_page: Page, console: Console,
-                                                                mq: EchoMQ) -> None:
-    page = operator_page
-    queue = "catch-failures"
+def _two_groups(page: Page, console: Console, mq: EchoMQ, queue: str) -> Locator:
+    """Three jobs failed by a timeout and one by a declined card, their failures page open: two groups."""
     for n in range(3):
         _fail(mq, queue, f"t{n}", f"timeout after {3000 + n} ms")
     _fail(mq, queue, "c1", "card declined")
     page.goto(console.url + f"failures/?q={queue}")
     groups = page.locator(".failure-group")
     expect(groups).to_have_count(2)
+    return groups
+
+
+def test_the_failures_page_shows_the_groups_a_finished_run_left(operator_page: Page, console: Console,
+                                                                mq: EchoMQ) -> None:
+    page = operator_page
+    queue = "catch-failures"
+    groups = _two_groups(page, console, mq, queue)
 
     groups.first.locator("button[value=retry]").first.click()
     page.locator("dialog.confirm-dialog button.danger").click()
@@ -94,12 +100,7 @@ def test_the_groups_catch_up_around_a_slice_the_operator_is_choosing(operator_pa
     """The groups are morphed in place: the other group's opened slice stays open, its choice keeps focus."""
     page = operator_page
     queue = "catch-slice"
-    for n in range(3):
-        _fail(mq, queue, f"t{n}", f"timeout after {3000 + n} ms")
-    _fail(mq, queue, "c1", "card declined")
-    page.goto(console.url + f"failures/?q={queue}")
-    groups = page.locator(".failure-group")
-    expect(groups).to_have_count(2)
+    groups = _two_groups(page, console, mq, queue)
     other = groups.nth(1)
     other.locator(".group-slice summary").click()
     other.locator(".group-slice select[name=release]").focus()

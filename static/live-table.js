@@ -390,24 +390,6 @@
       receiveOverview(got.table);
     }
   });
-  // A row whose numbers changed comes alone, to swap in by its id. htmx would put a new <tr> in the old one's
-  // place, and a row with focus would lose it under the operator's j, k or Enter: the row is morphed instead,
-  // so it stays the same element and keeps focus.
-  document.addEventListener("htmx:oobBeforeSwap", (e) => {
-    const row = e.detail.target;
-    if (!(row instanceof HTMLTableRowElement) || !row.id || !row.closest("#overview-rows")) return;
-    const incoming = e.detail.fragment.firstElementChild;
-    if (!(incoming instanceof HTMLTableRowElement) || incoming.id !== row.id) return;
-    e.detail.shouldSwap = false;
-    incoming.removeAttribute("hx-swap-oob");
-    const focused = row.contains(document.activeElement) ? document.activeElement : null;
-    Idiomorph.morph(row, incoming, { morphStyle: "outerHTML" });
-    const now = document.getElementById(incoming.id);
-    if (now) htmx.process(now);
-    if (focused && document.activeElement !== focused && now) {
-      (focused === row ? now : (focused.isConnected ? focused : now)).focus();
-    }
-  });
   const maybeApplyOverview = () => setTimeout(() => { if (waitingOverview && !overviewBusy()) applyOverview(waitingOverview); }, 0);
   document.addEventListener("pointerout", maybeApplyOverview);
   document.addEventListener("focusout", maybeApplyOverview);
@@ -442,10 +424,11 @@
   });
 
   // --- the summaries: a push morphs them in place, so a focused tab or link keeps focus --------
-  // So do the queue page's workers line (its Workers link) and a bulk run's progress (its Cancel button): each
-  // push re-sends them whole, and swapped in as new elements they would drop the focus an operator gave them.
+  // So do the queue page's workers line (its Workers link), a bulk run's progress (its Cancel button) and an
+  // overview row whose numbers changed (pushed alone, focused by j / k): each push re-sends them whole, and
+  // swapped in as new elements they would drop the focus an operator gave them.
   const morphedInPlace = (target) => target.id === "queue-summary" || target.id === "overview-summary" ||
-    target.id === "queue-workers" || target.matches(".run-progress");
+    target.id === "queue-workers" || target.matches(".run-progress, #overview-rows > tr[id]");
   document.addEventListener("htmx:oobBeforeSwap", (e) => {
     const target = e.detail.target;
     if (!target || !morphedInPlace(target)) return;
@@ -457,10 +440,11 @@
     Idiomorph.morph(target, incoming, { morphStyle: "outerHTML" });
     const now = document.getElementById(target.id);
     htmx.process(now);
-    if (focused && !focused.isConnected && href) {
-      const again = Array.from(now.querySelectorAll("a[href]")).find((a) => a.getAttribute("href") === href);
-      if (again) again.focus();
-    }
+    if (!focused || focused.isConnected) return;
+    // Replaced all the same: the element itself (a row) by its id, a link by its href.
+    const again = focused === target ? now
+      : href && Array.from(now.querySelectorAll("a[href]")).find((a) => a.getAttribute("href") === href);
+    if (again) again.focus();
   });
 
   // --- after a press: the table lets go -------------------------------

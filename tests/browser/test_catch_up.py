@@ -83,6 +83,15 @@ def test_the_failures_page_shows_the_groups_a_finished_run_left(operator_page: P
     expect(page.locator("#failure-runs .run-progress .tally")).to_contain_text("3 moved")  # the run's box stays
 
 
+def _three_matches(page: Page, console: Console, mq: EchoMQ, queue: str) -> None:
+    """Three jobs failed by a zebra timeout, found by a finished search."""
+    for n in range(3):
+        _fail(mq, queue, f"s{n}", "zebra timeout")
+    page.goto(console.url + f"search/?q={queue}&state=failed&error=zebra")
+    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
+    expect(page.locator(".search-match")).to_have_count(3)
+
+
 def _start_run_from(page: Page, button: str) -> None:
     """Presses ``button`` (a selector) and confirms, leaving focus where it was: a click from script does not move
     focus, and the dialog gives it back on closing."""
@@ -121,11 +130,7 @@ def test_search_results_catch_up_once_focus_has_left_the_matches(operator_page: 
     """The matches are drawn afresh by a new search, so they wait for focus to leave them as for the pointer."""
     page = operator_page
     queue = "catch-search-focus"
-    for n in range(3):
-        _fail(mq, queue, f"s{n}", "zebra timeout")
-    page.goto(console.url + f"search/?q={queue}&state=failed&error=zebra")
-    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
-    expect(page.locator(".search-match")).to_have_count(3)
+    _three_matches(page, console, mq, queue)
     page.locator(".search-match a").first.focus()
     page.evaluate("() => { window.focusedBefore = document.activeElement; window.searchedAgain = false;"
                   " document.addEventListener('htmx:beforeRequest', (e) => {"
@@ -145,11 +150,7 @@ def test_search_results_show_the_states_a_finished_run_left(operator_page: Page,
                                                             mq: EchoMQ) -> None:
     page = operator_page
     queue = "catch-search"
-    for n in range(3):
-        _fail(mq, queue, f"s{n}", "zebra timeout")
-    page.goto(console.url + f"search/?q={queue}&state=failed&error=zebra")
-    expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
-    expect(page.locator(".search-match")).to_have_count(3)
+    _three_matches(page, console, mq, queue)
 
     page.locator(".search-act-form button[value=retry]").click()
     page.locator("dialog.confirm-dialog button.danger").click()

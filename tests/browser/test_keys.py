@@ -16,28 +16,19 @@ from tests.support.daphne import manage
 pytestmark = pytest.mark.browser
 
 
-def test_a_live_push_to_the_queue_summary_keeps_focus_on_its_link(page: Page, console: Console, mq: EchoMQ) -> None:
-    mq.enqueue("keys-summary", "x")
-    page.goto(console.url + "queue/?q=keys-summary")
+@pytest.mark.parametrize("link", ["#queue-summary a.tab.done", "#queue-workers a"])
+def test_a_live_push_to_the_queue_pages_summary_or_workers_line_keeps_focus_on_its_link(
+        page: Page, console: Console, mq: EchoMQ, link: str) -> None:
+    """Every push re-sends the summary and the workers line whole: they must update in place, the focused link
+    the same element, not come in as a new one."""
+    queue = "keys-summary" if "summary" in link else "keys-workers"
+    mq.enqueue(queue, "x")
+    page.goto(console.url + f"queue/?q={queue}")
     wait_until_live(page)
-    tab = page.locator("#queue-summary a.tab.done")
-    tab.focus()
-
-    mq.enqueue("keys-summary", "y")
-
-    expect(page.locator("#queue-summary .count[data-state=pending]")).to_have_text("2", timeout=10_000)
-    assert page.evaluate("() => document.activeElement.matches('#queue-summary a.tab.done')")
-
-
-def test_a_live_push_keeps_focus_on_the_queue_pages_workers_link(page: Page, console: Console, mq: EchoMQ) -> None:
-    """Every push re-sends the workers line whole: it must update in place, not come in as a new link."""
-    mq.enqueue("keys-workers", "x")
-    page.goto(console.url + "queue/?q=keys-workers")
-    wait_until_live(page)
-    page.locator("#queue-workers a").focus()
+    page.locator(link).focus()
     page.evaluate("() => { window.focusedBefore = document.activeElement; }")
 
-    mq.enqueue("keys-workers", "y")
+    mq.enqueue(queue, "y")
 
     expect(page.locator("#queue-summary .count[data-state=pending]")).to_have_text("2", timeout=10_000)
     assert page.evaluate("() => document.activeElement === window.focusedBefore && window.focusedBefore.isConnected")

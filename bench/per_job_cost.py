@@ -131,8 +131,8 @@ FEATURES: dict[str, list[tuple[str, str]]] = {
                        "do if fields then redis.call('HSET', job_key, unpack(fields)) end return end")],
     "move counter": [("local function count_move(events_key, field)",
                       "local function count_move(events_key, field) do return end")],
-    "minute/hour series": [("local function count_series(prefix, ts, field)",
-                            "local function count_series(prefix, ts, field) do return end")],
+    "minute/hour series": [("local function count_series(prefix, ts, field, n)",
+                            "local function count_series(prefix, ts, field, n) do return end")],
     "wait and run histograms": [
         ("local function count_wait(prefix, ts, waited_ms)", "local function count_wait(prefix, ts, waited_ms) do return end"),
         ("local function count_run(events_key, job_key, move, ts, claimed)",

@@ -6,8 +6,8 @@ One private redis-server, three parts:
   ``redis.pcall``) or ``TYPE`` calls: what a ``redis.call`` costs Redis besides its command's own work;
 * **definitions**: the expanded ``finish_claim`` stopped right after its includes (``do return 1 end`` before its
   first check), beside ``return 1``: what defining ``common.lua``'s tables and functions costs every call;
-* **moves**: ``finish_claim`` reporting one job and claiming the next (``--jobs`` per round) and ``enqueue`` of one
-  job, with the scripts of ``--before`` (``git archive REV queues/lua``, expanded as ``queues.scripts`` does)
+* **moves**: ``finish_claim`` reporting one job and claiming the next (``--jobs`` per round), the same reporting 8
+  and claiming 8 (per job: many handlers share a call so) and ``enqueue`` of one job, with the scripts of ``--before`` (``git archive REV queues/lua``, expanded as ``queues.scripts`` does)
   and today's, interleaved A B A B for ``--rounds`` rounds on a flushed server.
 
 Each figure is ``INFO commandstats``' ``usec`` of ``evalsha`` over the calls, after ``CONFIG RESETSTAT``.
@@ -79,6 +79,22 @@ def finish_claim_us(client: redis.Redis, mq: EchoMQ, source: str, jobs: int) -> 
     return _evalsha_us(client)
 
 
+def finish_claim_batch_us(client: redis.Redis, mq: EchoMQ, source: str, jobs: int, batch: int = 8) -> float:
+    """Per job: finish_claim reporting ``batch`` jobs and claiming the next ``batch``, as many handlers share a call."""
+    client.flushall()
+    sha = client.script_load(source)
+    mq.enqueue_many(QUEUE, ["x"] * (jobs + batch))
+    held = mq.claim(QUEUE, count=batch)
+    client.config_resetstat()
+    for _ in range(jobs // batch):
+        call = moves.finish_claim(QUEUE, [Report(h.id, h.token) for h in held], actor="bench",
+                                  claim_id=secrets.token_hex(8), count=batch)
+        result = call.parse(client.evalsha(sha, len(call.keys), *call.keys, *call.args))
+        assert isinstance(result.claimed, list) and len(result.claimed) == batch
+        held = result.claimed
+    return _evalsha_us(client) / batch
+
+
 def enqueue_us(client: redis.Redis, source: str, jobs: int) -> float:
     client.flushall()
     sha = client.script_load(source)
@@ -98,10 +114,15 @@ def main() -> int:
     parser.add_argument("--before", default="HEAD", help="the revision whose scripts are measured beside today's")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2000, help="calls per figure and round")
+    parser.add_argument("--realtime", action="store_true", help="redis-server at SCHED_FIFO 50 (root only)")
     args = parser.parse_args()
     print(f"# load at the start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.jobs} calls per figure, "
           f"{args.rounds} rounds; before = {args.before}", flush=True)
     server = start_server()
+    if args.realtime:
+        # Holds Redis's per-call times still on a shared machine (a preempted script counts its wait).
+        assert server.process is not None
+        subprocess.run(["chrt", "-f", "-p", "50", str(server.process.pid)], check=True)
     client = server.client()
     mq = EchoMQ.from_url(server.url, actor="bench")
     try:
@@ -131,10 +152,12 @@ def main() -> int:
             for side, scripts in sources.items():
                 figures.setdefault(("finish_claim", side), []).append(
                     finish_claim_us(client, mq, scripts["finish_claim"], args.jobs))
+                figures.setdefault(("finish_claim of 8, per job", side), []).append(
+                    finish_claim_batch_us(client, mq, scripts["finish_claim"], args.jobs))
                 figures.setdefault(("enqueue", side), []).append(enqueue_us(client, scripts["enqueue"], args.jobs))
         for (move, side), values in figures.items():
             print(_line(f"{move}, {side}", values), flush=True)
-        for move in ("finish_claim", "enqueue"):
+        for move in ("finish_claim", "finish_claim of 8, per job", "enqueue"):
             ratios = [t / b for b, t in zip(figures[(move, "before")], figures[(move, "today")])]
             print(f"  {move}: today / before per round " + ", ".join(f"{r:.3f}" for r in ratios)
                   + f"; median {statistics.median(ratios):.3f}", flush=True)

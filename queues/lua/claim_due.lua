@@ -97,7 +97,7 @@ local function claim_due(now, lease, claim_id, worker, count, note)
         local id, score = ids[i], ids[i + 1]
         local job_key = PREFIX .. 'job:' .. id
         looked = looked + 1
-        local kind, f = job_fields(job_key, 'state', 'attempts', 'payload')
+        local kind, f, history = job_fields_history(job_key, 'state', 'attempts', 'payload')
         if kind == 'none' then
           redis.call('ZREM', KEYS[1], id)
         else
@@ -112,7 +112,7 @@ local function claim_due(now, lease, claim_id, worker, count, note)
             redis.call('ZREM', KEYS[1], id)
             redis.call('ZADD', KEYS[2], deadline, id)
             emit(KEYS[5], 'claim', id, 'pending', 'active', attempts, worker, now, job_key, note,
-                 {'state', 'active', 'attempts', attempts, 'claim_id', claim_id})
+                 {'state', 'active', 'attempts', attempts, 'claim_id', claim_id, history = history})
             count_wait(PREFIX, now, math.max(0, now - tonumber(score)))
             reply[#reply + 1] = id
             reply[#reply + 1] = tostring(attempts)

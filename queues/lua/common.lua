@@ -75,8 +75,11 @@ end
 
 -- Control bytes (0x00-0x1F, 0x7F) and '%' as %XX, so that a history entry
 -- is one line of tab-separated fields whatever an actor or error holds.
+local ESCAPED_IN_FIELD = '[%z\1-\31\127%%]'
 local function escape_field(text)
-  return (string.gsub(text, '[%z\1-\31\127%%]', function(c) return string.format('%%%02X', string.byte(c)) end))
+  -- Most texts need no escape: a find is a third of a gsub with its function.
+  if not string.find(text, ESCAPED_IN_FIELD) then return text end
+  return (string.gsub(text, ESCAPED_IN_FIELD, function(c) return string.format('%%%02X', string.byte(c)) end))
 end
 
 -- A job's own history: one field of its hash, newline-separated entries, the
@@ -292,14 +295,20 @@ end
 
 -- Appends the move's entry (`code` its letter, from move_row), writing `fields` (nil, or field, value
 -- pairs the move sets) in the same HSET; `fields.new_job` (a move that makes the hash: it has no history
--- to read) skips the read. Returns the newest claim's time in the history (nil when it holds none), which
+-- to read) and `fields.history` (read already) skip the read. Returns the newest claim's time in the history (nil when it holds none), which
 -- complete and fail count the run from.
 local function append_history(job_key, ts, code, move, attempts, actor, note, fields)
   local entry = {code = code, ts = ts, attempts = escape_field(tostring(attempts)),
                  actor = escape_field(actor), err = note}
   -- A history far longer than any script writes, or one that does not parse,
   -- was not written by one: it is replaced rather than extended.
-  local old = not (fields and fields.new_job) and read_history(job_key) or nil
+  -- `fields.history`: the field as the move's checks read it (job_fields_history), false for none.
+  local old
+  if fields and fields.history ~= nil then
+    old = fields.history or nil
+  elseif not (fields and fields.new_job) then
+    old = read_history(job_key)
+  end
   local base, attempts_before, actor_before, count, claimed, claim_actor, claim_note
   if old and old ~= '' then
     base, attempts_before, actor_before, count, claimed, claim_actor, claim_note = scan_history(old)
@@ -360,13 +369,17 @@ local function count_into(key, field, by, keep_ms)
   local value = redis.pcall('HINCRBY', key, field, by)
   if keep_ms and value == by then redis.call('PEXPIRE', key, keep_ms, 'NX') end
 end
+-- Durations (waits and runs) in a batch are kept as a count per value (`spans`) and counted once per value at
+-- the flush: a batch's jobs share a few ms, and bucketing one value costs more than adding it to a table.
+local flush_spans
 local function count_batch()
-  batched = {keys = {}, by = {}, order = {}, keep = {}}
+  batched = {keys = {}, by = {}, order = {}, keep = {}, spans = {}}
 end
 local function count_flush()
   local b = batched
-  batched = nil
   if not b then return end
+  flush_spans(b.spans)
+  batched = nil
   for _, key in ipairs(b.keys) do
     local fields = b.by[key]
     for _, field in ipairs(b.order[key]) do count_into(key, field, fields[field], b.keep[key]) end
@@ -394,21 +407,21 @@ end
 local MINUTE_KEEP_MS = 48 * 3600000
 local HOUR_KEEP_MS = 90 * 86400000
 local WAIT_BUCKETS_MS = {100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 900000, 3600000}
-local function count_slot(key, field, keep_ms)
+local function count_slot(key, field, keep_ms, n)
   -- A field's first count may be its key's first: the key then gets its lifetime (NX: one it has stays).
-  count_into(key, field, 1, keep_ms)
+  count_into(key, field, n or 1, keep_ms)
 end
 -- A call counts several things at one time (a move and its wait or run, a batch): the two keys of a
 -- time are built once per call.
 local series_keys = {}
-local function count_series(prefix, ts, field)
+local function count_series(prefix, ts, field, n)
   local slot = series_keys[ts]
   if not slot or slot[3] ~= prefix then
     slot = {prefix .. 'm:' .. math.floor(ts / 60000), prefix .. 'h:' .. math.floor(ts / 3600000), prefix}
     series_keys[ts] = slot
   end
-  count_slot(slot[1], field, MINUTE_KEEP_MS)
-  count_slot(slot[2], field, HOUR_KEEP_MS)
+  count_slot(slot[1], field, MINUTE_KEEP_MS, n)
+  count_slot(slot[2], field, HOUR_KEEP_MS, n)
 end
 --@include latency.lua
 local function bucket_of(ms)
@@ -421,20 +434,51 @@ end
 -- '<kind>:<bucket>' (the buckets of WAIT_BUCKETS_MS, then longer) and
 -- '<kind>:sum' (ms); kind is 'wait' (due -> claimed) or 'run' (claimed ->
 -- complete or fail).
-local function count_duration(prefix, kind, ms)
+-- `n`: how many durations of `ms` (1 when absent).
+local function count_duration(prefix, kind, ms, n)
   -- Another writer's due time of -inf, or a claimed_at far in the past, would add an infinite or huge
   -- duration: a duration counts as 10 years at most.
   if ms ~= ms then return end
+  n = n or 1
   ms = math.min(math.max(ms, 0), MAX_DELAY_MS)
   local key = prefix .. 'counts'
-  count_into(key, kind .. ':' .. bucket_of(ms), 1)
-  count_into(key, kind .. ':sum', math.floor(ms))
+  count_into(key, kind .. ':' .. bucket_of(ms), n)
+  count_into(key, kind .. ':sum', math.floor(ms) * n)
 end
--- A claim's wait goes into the minute and hour as its latency bucket (latency.lua); the series read
--- folds those into w0..w10 beside the w0..w10 older scripts wrote.
+-- A duration goes into <prefix>counts (count_duration) and into the minute and hour as its latency bucket
+-- (latency.lua; the series read folds those into w0..w10 beside the w0..w10 older scripts wrote).
+-- `letter`: W for a wait, R for a run.
+local function count_span(prefix, ts, kind, letter, ms)
+  local b = batched
+  if not b or ms ~= ms then
+    count_duration(prefix, kind, ms)
+    record_latency(prefix, ts, letter, ms)
+    return
+  end
+  local span
+  for _, s in ipairs(b.spans) do
+    if s.prefix == prefix and s.ts == ts and s.kind == kind then span = s break end
+  end
+  if not span then
+    span = {prefix = prefix, ts = ts, kind = kind, letter = letter, by = {}, order = {}}
+    b.spans[#b.spans + 1] = span
+  end
+  local before = span.by[ms]
+  if not before then span.order[#span.order + 1] = ms end
+  span.by[ms] = (before or 0) + 1
+end
+flush_spans = function(spans)
+  for _, span in ipairs(spans) do
+    for _, ms in ipairs(span.order) do
+      local n = span.by[ms]
+      count_duration(span.prefix, span.kind, ms, n)
+      record_latency(span.prefix, span.ts, span.letter, ms, n)
+    end
+  end
+end
+-- A claim's wait (due -> claimed).
 local function count_wait(prefix, ts, waited_ms)
-  count_duration(prefix, 'wait', waited_ms)
-  record_latency(prefix, ts, 'W', waited_ms)
+  count_span(prefix, ts, 'wait', 'W', waited_ms)
 end
 
 -- How long a job ran (its claim to now), when complete or fail finishes it:
@@ -446,8 +490,7 @@ local function count_run(events_key, job_key, move, ts, claimed)
   local now = tonumber(ts)
   if claimed and now and now >= claimed then
     local prefix = string.sub(events_key, 1, -7)
-    count_duration(prefix, 'run', now - claimed)
-    record_latency(prefix, now, 'R', now - claimed)
+    count_span(prefix, now, 'run', 'R', now - claimed)
   end
 end
 -- The script's check_moves has refused a move the table does not know before
@@ -465,7 +508,7 @@ local function emit(events_key, move, id, from, to, attempts, actor, ts, job_key
   attempts = cut_utf8(tostring(attempts), 64)
   redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*',
     'move', move, 'id', id, 'from', from, 'to', to,
-    'attempts', attempts, 'actor', actor, 'ts', tostring(ts))
+    'attempts', attempts, 'actor', actor, 'ts', type(ts) == 'number' and string.format('%d', ts) or tostring(ts))
   if fields and not job_key then error('emq: emit was given fields to write without the job key') end
   local claimed = job_key and append_history(job_key, ts, code, move, attempts, actor, note, fields)
   count_move(events_key, field)
@@ -547,20 +590,46 @@ local function job_fields(job_key, ...)
   return kind, f.err and redis.call('HMGET', job_key, ...) or f
 end
 
+-- job_fields of three fields and, in the same HMGET, the history field when a script could have written it
+-- (read_history: HSTRLEN first, so a far longer one is never read): two calls for the usual job instead of
+-- job_fields then read_history's three. Returns kind, fields (nil unless a hash), history (false: none, or
+-- too long to read). Only for a move whose next write to the hash is its history entry's.
+local function job_fields_history(job_key, a, b, c)
+  local length = redis.pcall('HSTRLEN', job_key, 'history')
+  if type(length) ~= 'number' then return redis.call('TYPE', job_key).ok, nil, false end
+  local f
+  if length > 2 * HISTORY_MAX_BYTES then
+    f = redis.call('HMGET', job_key, a, b, c)
+  else
+    f = redis.call('HMGET', job_key, a, b, c, 'history')
+  end
+  if not f[1] then
+    local kind = redis.call('TYPE', job_key).ok
+    if kind ~= 'hash' then return kind, nil, false end
+  end
+  return 'hash', f, f[4] or false
+end
+
 -- Fencing: a worker may extend, complete, fail or release a job only while
 -- it is active, in the active set, with the attempts its claim returned, and
 -- with its claim id when the hash carries one (a job claimed by a runtime
 -- that stores only the three core fields is fenced by attempts alone).
 -- Returns nil when the caller holds the lease, else a refusal reply.
-local function check_lease(job_key, active_key, id, token_attempts, claim_id)
-  local kind, f = job_fields(job_key, 'state', 'attempts', 'claim_id')
+-- `with_history`: also return the job's history field as job_fields_history reads it, for the move's entry.
+local function check_lease(job_key, active_key, id, token_attempts, claim_id, with_history)
+  local kind, f, history
+  if with_history then
+    kind, f, history = job_fields_history(job_key, 'state', 'attempts', 'claim_id')
+  else
+    kind, f = job_fields(job_key, 'state', 'attempts', 'claim_id')
+  end
   if kind == 'none' then return refuse('missing') end
   if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   if f[1] ~= 'active' then return refuse('state', f[1], f[2]) end
   if to_int(f[2]) ~= token_attempts then return refuse('token', f[1], f[2]) end
   if f[3] and f[3] ~= claim_id then return refuse('token', f[1], f[2]) end
   if not redis.call('ZSCORE', active_key, id) then return refuse('state', f[1], f[2]) end
-  return nil
+  return nil, history
 end
 
 -- Compare-and-move for operator actions: the job must still be in the state

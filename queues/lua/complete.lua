@@ -13,11 +13,12 @@ if unknown_move then return unknown_move end
 --@include finish.lua
 --@include lease_args.lua
 local actor = ARGV[4] or ''
-local refused = check_types(2, 3, 5) or check_lease(KEYS[6], KEYS[2], id, token, claim_id)
+local refused, history = check_types(2, 3, 5), nil
+if not refused then refused, history = check_lease(KEYS[6], KEYS[2], id, token, claim_id, true) end
 if refused then return refused end
 
 local now = now_ms()
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], now, id)
-complete_job(KEYS[6], id, token, actor, now)
+complete_job(KEYS[6], id, token, actor, now, history)
 return {'OK', tostring(now)}

@@ -41,10 +41,11 @@ local refused = check_types(2, 3, 5)
 if refused then return refused end
 
 local reply = {}
-local ok = {}
+local ok, histories = {}, {}
 for i = 0, count - 1 do
   local id = ARGV[2 + 3 * i]
-  local refusal = check_lease(PREFIX .. 'job:' .. id, KEYS[2], id, tokens[i], ARGV[4 + 3 * i])
+  local refusal, history = check_lease(PREFIX .. 'job:' .. id, KEYS[2], id, tokens[i], ARGV[4 + 3 * i], true)
+  histories[i] = history
   reply[i + 2] = refusal or 'OK'
   if not refusal then ok[#ok + 1] = i end
 end
@@ -60,7 +61,7 @@ for _, i in ipairs(ok) do
   ids[#ids + 1] = id
   scored[#scored + 1] = now
   scored[#scored + 1] = id
-  complete_job(job_key, id, tokens[i], actor, now)
+  complete_job(job_key, id, tokens[i], actor, now, histories[i])
 end
 redis.call('ZREM', KEYS[2], unpack(ids))
 redis.call('ZADD', KEYS[3], unpack(scored))

@@ -5,8 +5,9 @@
 
 -- active -> done: the job's fields, its event and history entry (the caller moves the id from
 -- active to done, one job or a batch at once).
-local function complete_job(job_key, id, token, actor, now)
-  emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, job_key, nil, {'state', 'done'})
+local function complete_job(job_key, id, token, actor, now, history)
+  emit(KEYS[5], 'complete', id, 'active', 'done', token, actor, now, job_key, nil,
+       {'state', 'done', history = history})
 end
 
 -- What a failure reads before the first write: whether attempts remain (back to pending) and, when

@@ -61,15 +61,17 @@ local paused = paused_reply()
 local note = not paused and attempt_note(actor) or nil
 
 local reply = {'', ''}
-local plans = {}
+local plans, histories = {}, {}
 -- One job reported and one claimed count nothing twice: a batch is worth its tables from two of a kind.
 if jobs > 1 or count > 1 then count_batch() end
 for i = 0, jobs - 1 do
   local at = 6 + 5 * i
   local id = ARGV[at]
   local job_key = PREFIX .. 'job:' .. id
-  local refusal = check_lease(job_key, KEYS[2], id, tokens[i], ARGV[at + 2])
+  local completing = ARGV[at + 3] == 'complete'
+  local refusal, history = check_lease(job_key, KEYS[2], id, tokens[i], ARGV[at + 2], completing)
   reply[i + 3] = refusal
+  histories[i] = history
   if not refusal and ARGV[at + 3] == 'fail' then
     plans[i] = fail_plan(job_key, tokens[i], cut_utf8(ARGV[at + 4], MAX_ERROR_BYTES))
   end
@@ -91,7 +93,7 @@ for i = 0, jobs - 1 do
       done[#done + 1] = id
       scored[#scored + 1] = now
       scored[#scored + 1] = id
-      complete_job(job_key, id, tokens[i], actor, now)
+      complete_job(job_key, id, tokens[i], actor, now, histories[i])
       reply[i + 3] = {'OK', 'done', tostring(now)}
     end
   end

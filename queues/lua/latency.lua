@@ -26,11 +26,11 @@ local function latency_bucket_low(b)
   return (b - g * LATENCY_SUB) * 2 ^ g
 end
 
--- Counts one duration of `kind` ('W' wait, 'R' run) at server time `ts`; a duration that is not a
--- number (another writer's due time of -inf or nan) is not measured rather than counted as 0 or as
+-- Counts one duration (`n` of them, 1 when absent) of `kind` ('W' wait, 'R' run) at server time `ts`;
+-- a duration that is not a number (another writer's due time of -inf or nan) is not measured rather than counted as 0 or as
 -- forever, and one longer than MAX_DELAY_MS counts as that.
-local function record_latency(prefix, ts, kind, ms)
+local function record_latency(prefix, ts, kind, ms, n)
   if ms ~= ms or ms == math.huge or ms == -math.huge then return end
   ms = math.floor(math.min(math.max(ms, 0), MAX_DELAY_MS))
-  count_series(prefix, ts, kind .. latency_bucket(ms))
+  count_series(prefix, ts, kind .. latency_bucket(ms), n)
 end

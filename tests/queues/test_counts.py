@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from queues import EchoMQ, QueueKeys, moves, reads
+from queues import EchoMQ, QueueKeys, latency, moves, reads
 from tests.support.jobs import done_jobs, failed_jobs
 
 
@@ -154,3 +154,24 @@ def test_a_batch_counts_what_its_moves_one_by_one_count_and_writes_each_counter_
     # 30 completions counted with one HINCRBY per field (complete, run:<bucket>, run:sum, and the minute's and
     # the hour's c and R<bucket>), not one per job and field.
     assert completing_writes <= 8
+
+
+def test_a_batch_counts_each_wait_with_its_bucket_and_sum_however_many_jobs_share_it(mq: EchoMQ) -> None:
+    # A claim of several jobs adds equal waits up before bucketing them: the same fields and totals as one by one.
+    keys = QueueKeys("q")
+    t = mq.server_time_ms("q")
+    for job_id, ago in (("a", 100_000), ("b", 100_000), ("c", 1_000_000)):
+        mq.enqueue("q", "x", job_id=job_id)
+        mq.redis.zadd(keys.pending, {job_id: t - ago})
+
+    assert len(mq.claim("q", count=3)) == 3
+
+    claimed_at = int(mq.job("q", "a").text("claimed_at"))  # one call, one time for all three
+    near, far = claimed_at - (t - 100_000), claimed_at - (t - 1_000_000)
+    counted = mq.run(reads.counts("q"))
+    # The histogram's buckets end at 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900 and 3600 s: 100 s is bucket 7, 1000 s 9.
+    assert {k: v for k, v in counted.items() if k.startswith("wait:")} == {
+        "wait:7": 2, "wait:9": 1, "wait:sum": 2 * near + far}
+    minute = {k.decode(): int(v) for k, v in mq.redis.hgetall(f"{keys.prefix}m:{claimed_at // 60_000}").items()}
+    assert {k: v for k, v in minute.items() if k.startswith("W")} == {
+        f"W{latency.bucket_of(near)}": 2, f"W{latency.bucket_of(far)}": 1}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
-from queues import EchoMQ, QueueKeys
-from queues.moves import Call
+import pytest
+
+from queues import EchoMQ, QueueKeys, moves
+from queues.moves import Call, Report
 
 
 def test_every_move_appends_to_the_jobs_own_history_in_order(any_mq: EchoMQ) -> None:
@@ -208,6 +210,47 @@ def test_a_huge_foreign_history_is_replaced_rather_than_read(mq: EchoMQ) -> None
     mq.claim("q")
 
     assert [e.move for e in mq.job_events("q", "a")] == ["claim"]
+
+
+@pytest.mark.parametrize("how", ["complete", "complete_many", "finish_claim"])
+def test_a_huge_foreign_history_of_a_job_completed_is_replaced_rather_than_read(mq: EchoMQ, how: str) -> None:
+    # The completing moves read the history in their lease check's HMGET, after HSTRLEN says it is short enough.
+    keys = QueueKeys("q")
+    mq.enqueue("q", "x", job_id="a")
+    [held] = mq.claim("q")
+    mq.redis.hset(keys.job("a"), "history", "x" * 100_000)
+
+    if how == "complete":
+        mq.complete("q", "a", held.token)
+    elif how == "complete_many":
+        [finished] = mq.run(moves.complete_many("q", [(held.id, held.token)], actor="test"))
+        assert isinstance(finished, int)
+    else:
+        mq.run(moves.finish_claim("q", [Report(held.id, held.token)], actor="test"))
+
+    assert mq.redis.hget(keys.job("a"), "state") == b"done"
+    assert [e.move for e in mq.job_events("q", "a")] == ["complete"]
+
+
+@pytest.mark.parametrize(("length", "extended"), [(8192, True), (8193, False)])
+def test_a_completion_extends_a_history_of_up_to_8192_bytes_and_replaces_a_longer_one(
+        mq: EchoMQ, length: int, extended: bool) -> None:
+    # Twice the most a script writes is still read (and then trimmed); one byte more is not read at all.
+    keys = QueueKeys("q")
+    mq.enqueue("q", "x", job_id="a")
+    [held] = mq.claim("q")
+    history = mq.redis.hget(keys.job("a"), "history")
+    assert history is not None
+    lines, rest = divmod(length - len(history), 3)  # each "\nv1" (a recover entry 1 ms in) is 3 bytes
+    padded = history + b"\nv1" * (lines - 1) + b"\nv1" + b"0" * rest
+    assert len(padded) == length
+    mq.redis.hset(keys.job("a"), "history", padded)
+
+    mq.complete("q", "a", held.token)
+
+    seen = [e.move for e in mq.job_events("q", "a")]
+    assert seen[0] == "complete"  # newest first
+    assert (len(seen) == 32) if extended else (seen == ["complete"])
 
 
 def test_the_history_read_of_a_key_of_another_type_answers_empty(mq: EchoMQ) -> None:

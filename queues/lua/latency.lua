@@ -27,8 +27,8 @@ local function latency_bucket_low(b)
 end
 
 -- Counts one duration (`n` of them, 1 when absent) of `kind` ('W' wait, 'R' run) at server time `ts`;
--- a duration that is not a number (another writer's due time of -inf or nan) is not measured rather than counted as 0 or as
--- forever, and one longer than MAX_DELAY_MS counts as that.
+-- a duration that is not a number (another writer's due time of -inf or nan) is not measured rather
+-- than counted as 0 or as forever, and one longer than MAX_DELAY_MS counts as that.
 local function record_latency(prefix, ts, kind, ms, n)
   if ms ~= ms or ms == math.huge or ms == -math.huge then return end
   ms = math.floor(math.min(math.max(ms, 0), MAX_DELAY_MS))

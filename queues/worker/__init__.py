@@ -26,7 +26,8 @@ default ``concurrency=1``) claims its next job as it starts one, so that the
 round trip travels while it works (:mod:`.one_task`): that job is leased,
 heartbeated and handed back on a stop like a prefetched one. A lone handler
 quicker than a round trip holds more, up to a round trip's worth of jobs
-(:mod:`.depth`). A heartbeat extends every held
+(:mod:`.depth`); so do several handlers without prefetch that are that quick:
+as many jobs again as there are handlers (:mod:`.pipelined`). A heartbeat extends every held
 lease each ``lease_ms / 3``; a job whose extend is refused is lost (an operator
 cancelled it, or it lapsed and was recovered): its result is never reported and
 an async handler is cancelled. The same heartbeat sweeps lapsed leases of dead

@@ -7,7 +7,13 @@ claims nothing or reports more than 1000). Two such rounds may be in flight
 at once (each claiming at most half the slots), so that Redis and the handlers
 work at the same time. A job holds its slot from its claim until its outcome
 is acknowledged, so the worker never holds more leases than
-``concurrency + prefetch``. An async handler runs as a task on the loop; a
+``concurrency + prefetch``. Without a prefetch, handlers quicker than a round
+trip and than ``FAST_HANDLER_S`` (:mod:`.depth`, the rule a lone handler's
+depth follows) get ``concurrency`` slots more while they stay so: each round
+then reports and claims twice the jobs, in one script, and a job claimed
+ahead waits behind handlers of under a millisecond. One slow job takes the
+extra slots away at once; the jobs already held run, and no claim is made
+until the worker is back under ``concurrency``. An async handler runs as a task on the loop; a
 sync one on one of ``concurrency`` :class:`~queues.worker.handlers.HandlerThreads`.
 """
 
@@ -23,6 +29,7 @@ from typing import Any
 from ..client import AsyncEchoMQ
 from ..errors import Unavailable
 from . import heartbeat
+from .depth import ClaimDepth
 from .handlers import Handler, HandlerThreads, error_text, is_async
 from .ledger import Held, Ledger, Round
 from .settings import WorkerSettings
@@ -49,11 +56,21 @@ class PipelinedEngine:
         # Rounds and releases in flight.
         self._rounds: set[asyncio.Task[None]] = set()
         self._reporting = self._claiming = 0
-        # Two rounds of half the slots each keep Redis and this process busy at the same time.
-        slots = settings.slots
-        self._round_size = min(settings.batch, -(-slots // 2) if slots >= 4 else slots)
+        self.depth = ClaimDepth()
         self._next_claim = self._pause_until = 0.0
         ledger.on_lost = self._on_lost
+
+    def slots(self) -> int:
+        """The most leases to hold now: ``concurrency + prefetch``, or twice ``concurrency`` while handlers without a
+        prefetch are quicker than a round trip and than ``FAST_HANDLER_S``."""
+        settings = self._settings
+        if settings.prefetch or self.depth.wanted() == 1:
+            return settings.slots
+        return 2 * settings.concurrency
+
+    def _round_size(self, slots: int) -> int:
+        # Two rounds of half the slots each keep Redis and this process busy at the same time.
+        return min(self._settings.batch, -(-slots // 2) if slots >= 4 else slots)
 
     def busy(self) -> bool:
         """Whether a sync handler still runs on a thread (Python cannot stop one)."""
@@ -109,8 +126,9 @@ class PipelinedEngine:
                     await self._sleep(None, self._wake, stop, hurry)
                     continue
                 ready = ledger.ready()
-                free = settings.slots - ledger.holding() + self._reporting - self._claiming + ready
-                want = min(free, self._round_size) if grace_end is None and now >= self._next_claim else 0
+                slots = self.slots()
+                free = slots - ledger.holding() + self._reporting - self._claiming + ready
+                want = min(free, self._round_size(slots)) if grace_end is None and now >= self._next_claim else 0
                 if not ready and want <= 0:
                     timeout = grace_end - now if grace_end is not None else self._next_claim - now if free > 0 else None
                     await self._sleep(timeout, self._wake, stop, hurry, ready=ledger.ready)
@@ -138,8 +156,10 @@ class PipelinedEngine:
 
     async def _round(self, rnd: Round) -> None:
         ledger = self._ledger
+        sent = time.monotonic()
         try:
             results = await self._client.run_many(rnd.calls)
+            self.depth.trip_took(time.monotonic() - sent)
         except Unavailable as error:
             self._pause_until = self._next_claim = time.monotonic() + ledger.book_unreachable(rnd, error)
             return
@@ -187,12 +207,13 @@ class PipelinedEngine:
         if start != "start":
             return
         self._running += 1
+        began = time.monotonic()
         if self._async:
             h.running = asyncio.get_running_loop().create_task(self._handler(h.job))  # type: ignore[arg-type]
         else:
             assert self._threads is not None
             h.running = self._threads.submit(h.job)
-        h.running.add_done_callback(lambda future: self._finished(h, future))
+        h.running.add_done_callback(lambda future: self._finished(h, future, began))
 
     def _start_waiting(self) -> None:
         while self._waiting and self._running < self._settings.concurrency and not self._in_grace:
@@ -200,7 +221,9 @@ class PipelinedEngine:
             if not h.gone:
                 self._start(h)
 
-    def _finished(self, h: Held, future: asyncio.Future[Any]) -> None:
+    def _finished(self, h: Held, future: asyncio.Future[Any], began: float) -> None:
+        # A sync handler's time counts its wait for a thread and for the loop too: never shorter than it ran.
+        self.depth.handler_took(time.monotonic() - began)
         self._running -= 1
         self._start_waiting()
         cancelled = future.cancelled()

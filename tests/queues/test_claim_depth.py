@@ -138,3 +138,89 @@ async def test_a_stop_hands_back_every_job_of_a_deeper_claim_not_started_and_run
     released = sorted(e.job_id for e in mq.events("deep", count=100) if e.move == "release")
     assert released == sorted(ids[1:held])
     assert (stats.claimed, stats.completed) == (held, 1)
+
+
+@pytest.mark.parametrize(("wanted", "most"), [(1, 4), (8, 8)])
+async def test_quick_handlers_without_prefetch_hold_as_many_jobs_again_as_there_are_handlers_and_no_more(
+        mq: EchoMQ, redis_url: str, monkeypatch: pytest.MonkeyPatch, wanted: int, most: int) -> None:
+    # Four held handlers: the jobs the worker holds beyond them wait, claimed, until a handler frees.
+    _deep(monkeypatch, wanted)
+    ids = mq.enqueue_many("deep", [f"job {n}" for n in range(40)])
+    go = asyncio.Event()
+    ran: list[str] = []
+
+    async def handle(job: ClaimedJob) -> None:
+        ran.append(job.id)
+        await go.wait()
+
+    worker = Worker(queue="deep", handler=handle, concurrency=4, url=redis_url)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    deadline = time.monotonic() + 30
+    while len(ran) < 4 or mq.stats("deep").counts["active"] < most:
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)  # time for any claim beyond the slots to be made: none is
+    held = mq.stats("deep").counts["active"]
+    go.set()
+    while mq.stats("deep").counts["done"] < len(ids):
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.02)
+    stop.set()
+    stats = await asyncio.wait_for(serving, 15)
+
+    assert held == most and len(ran) == 40 and sorted(ran) == sorted(ids)
+    assert (stats.claimed, stats.completed) == (40, 40)
+
+
+def test_the_pipelined_engines_slots_follow_the_depth_and_a_prefetch_is_kept_as_set() -> None:
+    from queues.worker.ledger import Ledger
+    from queues.worker.pipelined import PipelinedEngine
+    from queues.worker.settings import WorkerSettings
+
+    def engine(prefetch: int) -> PipelinedEngine:
+        settings = WorkerSettings(queue="q", actor="a", concurrency=16, prefetch=prefetch, lease_ms=30_000,
+                                  backoff_ms=1000, batch=100, grace_ms=1000, poll_ms=100, started_ms=0)
+        ledger = Ledger(queue="q", actor="a", lease_ms=30_000, backoff_ms=1000, poll_ms=100)
+        return PipelinedEngine(settings, ledger, lambda job: None, None)  # type: ignore[arg-type]
+
+    plain, prefetched = engine(0), engine(5)
+    assert (plain.slots(), prefetched.slots()) == (16, 21)
+    for e in (plain, prefetched):
+        e.depth.trip_took(0.0004)
+        e.depth.handler_took(0.00005)
+    assert (plain.slots(), prefetched.slots()) == (32, 21)
+    plain.depth.handler_took(0.05)  # one slow job
+    assert plain.slots() == 16
+
+
+async def test_a_stop_hands_back_at_once_the_jobs_quick_handlers_held_beyond_themselves(
+        mq: EchoMQ, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _deep(monkeypatch, 8)
+    mq.enqueue_many("deep", [f"job {n}" for n in range(40)])
+    go = threading.Event()
+    ran: list[str] = []
+
+    async def handle(job: ClaimedJob) -> None:
+        ran.append(job.id)
+        await asyncio.to_thread(go.wait, 30)
+
+    worker = Worker(queue="deep", handler=handle, concurrency=4, url=redis_url, grace_ms=60_000)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(worker.serve(stop))
+    deadline = time.monotonic() + 30
+    while len(ran) < 4 or mq.stats("deep").counts["active"] < 8:
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.02)
+    stop.set()
+    # The four claimed beyond the handlers go back while the handlers still hold theirs.
+    while mq.stats("deep").counts["active"] != 4:
+        assert time.monotonic() < deadline and not serving.done()
+        await asyncio.sleep(0.02)
+    go.set()
+    stats = await asyncio.wait_for(serving, 30)
+
+    assert len(ran) == 4
+    assert mq.stats("deep").counts == {"pending": 36, "active": 0, "done": 4, "failed": 0}
+    assert (stats.claimed, stats.completed) == (8, 4)
+    assert len([e for e in mq.events("deep", count=200) if e.move == "release"]) == 4

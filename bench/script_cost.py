@@ -7,8 +7,9 @@ One private redis-server, three parts:
 * **definitions**: the expanded ``finish_claim`` stopped right after its includes (``do return 1 end`` before its
   first check), beside ``return 1``: what defining ``common.lua``'s tables and functions costs every call;
 * **moves**: ``finish_claim`` reporting one job and claiming the next (``--jobs`` per round), the same reporting 8
-  and claiming 8 (per job: many handlers share a call so) and ``enqueue`` of one job, with the scripts of ``--before`` (``git archive REV queues/lua``, expanded as ``queues.scripts`` does)
-  and today's, interleaved A B A B for ``--rounds`` rounds on a flushed server.
+  and claiming 8 (per job: many handlers share a call so) and ``enqueue`` of one job, with the scripts of
+  ``--before`` (``git archive REV queues/lua``, expanded as ``queues.scripts`` does) and today's, interleaved
+  A B A B for ``--rounds`` rounds on a flushed server.
 
 Each figure is ``INFO commandstats``' ``usec`` of ``evalsha`` over the calls, after ``CONFIG RESETSTAT``.
 """

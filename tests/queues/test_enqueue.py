@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-import pytest
-
 import re
+
+import pytest
 
 from queues import Duplicate, EchoMQ, InvalidInput, QueueKeys
 

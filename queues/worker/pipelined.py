@@ -72,6 +72,12 @@ class PipelinedEngine:
         # Two rounds of half the slots each keep Redis and this process busy at the same time.
         return min(self._settings.batch, -(-slots // 2) if slots >= 4 else slots)
 
+    def claim_size(self, free: int, slots: int) -> int:
+        """How many jobs the next round claims: never fewer than none, so a worker over its slots (they shrank
+        when a handler was slow) claims nothing until it is back under them, and never books a negative claim
+        that would count as slots freed while its round is in flight."""
+        return max(0, min(free, self._round_size(slots)))
+
     def busy(self) -> bool:
         """Whether a sync handler still runs on a thread (Python cannot stop one)."""
         return self._threads is not None and self._threads.busy()
@@ -128,7 +134,7 @@ class PipelinedEngine:
                 ready = ledger.ready()
                 slots = self.slots()
                 free = slots - ledger.holding() + self._reporting - self._claiming + ready
-                want = min(free, self._round_size(slots)) if grace_end is None and now >= self._next_claim else 0
+                want = self.claim_size(free, slots) if grace_end is None and now >= self._next_claim else 0
                 if not ready and want <= 0:
                     timeout = grace_end - now if grace_end is not None else self._next_claim - now if free > 0 else None
                     await self._sleep(timeout, self._wake, stop, hurry, ready=ledger.ready)

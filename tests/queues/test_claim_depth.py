@@ -192,6 +192,8 @@ def test_the_pipelined_engines_slots_follow_the_depth_and_a_prefetch_is_kept_as_
     assert (plain.slots(), prefetched.slots()) == (32, 21)
     plain.depth.handler_took(0.05)  # one slow job
     assert plain.slots() == 16
+    # Holding 32 with 16 slots now: the rounds claim nothing (not a negative count) until it is back under 16.
+    assert [plain.claim_size(free, 16) for free in (-16, -1, 0, 3, 40)] == [0, 0, 0, 3, 8]
 
 
 async def test_a_stop_hands_back_at_once_the_jobs_quick_handlers_held_beyond_themselves(

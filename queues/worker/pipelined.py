@@ -13,8 +13,10 @@ depth follows) get ``concurrency`` slots more while they stay so: each round
 then reports and claims twice the jobs, in one script, and a job claimed
 ahead waits behind handlers of under a millisecond. One slow job takes the
 extra slots away at once; the jobs already held run, and no claim is made
-until the worker is back under ``concurrency``. An async handler runs as a task on the loop; a
-sync one on one of ``concurrency`` :class:`~queues.worker.handlers.HandlerThreads`.
+until the worker is back under ``concurrency``.
+
+An async handler runs as a task on the loop; a sync one on one of
+``concurrency`` :class:`~queues.worker.handlers.HandlerThreads`.
 """
 
 from __future__ import annotations

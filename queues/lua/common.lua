@@ -266,9 +266,10 @@ local function store_history(job_key, entries, fields)
   return text
 end
 
--- The job's history field when a script could have written it, else nil.
+-- The job's history field when a script could have written it, else nil: one far longer is never read.
+local HISTORY_READ_MAX = 2 * HISTORY_MAX_BYTES
 local function read_history(job_key)
-  if redis.call('HSTRLEN', job_key, 'history') > 2 * HISTORY_MAX_BYTES then return nil end
+  if redis.call('HSTRLEN', job_key, 'history') > HISTORY_READ_MAX then return nil end
   return redis.call('HGET', job_key, 'history') or nil
 end
 
@@ -295,8 +296,8 @@ end
 
 -- Appends the move's entry (`code` its letter, from move_row), writing `fields` (nil, or field, value
 -- pairs the move sets) in the same HSET; `fields.new_job` (a move that makes the hash: it has no history
--- to read) and `fields.history` (read already) skip the read. Returns the newest claim's time in the history (nil when it holds none), which
--- complete and fail count the run from.
+-- to read) and `fields.history` (read already) skip the read. Returns the newest claim's time in the
+-- history (nil when it holds none), which complete and fail count the run from.
 local function append_history(job_key, ts, code, move, attempts, actor, note, fields)
   local entry = {code = code, ts = ts, attempts = escape_field(tostring(attempts)),
                  actor = escape_field(actor), err = note}
@@ -446,21 +447,21 @@ local function count_duration(prefix, kind, ms, n)
   count_into(key, kind .. ':sum', math.floor(ms) * n)
 end
 -- A duration goes into <prefix>counts (count_duration) and into the minute and hour as its latency bucket
--- (latency.lua; the series read folds those into w0..w10 beside the w0..w10 older scripts wrote).
--- `letter`: W for a wait, R for a run.
-local function count_span(prefix, ts, kind, letter, ms)
+-- (latency.lua, W for a wait and R for a run; the series read folds those into w0..w10 beside the w0..w10
+-- older scripts wrote). `n`: how many of `ms`.
+local function count_durations(prefix, ts, kind, ms, n)
+  count_duration(prefix, kind, ms, n)
+  record_latency(prefix, ts, kind == 'wait' and 'W' or 'R', ms, n)
+end
+local function count_span(prefix, ts, kind, ms)
   local b = batched
-  if not b or ms ~= ms then
-    count_duration(prefix, kind, ms)
-    record_latency(prefix, ts, letter, ms)
-    return
-  end
+  if not b or ms ~= ms then return count_durations(prefix, ts, kind, ms, 1) end
   local span
   for _, s in ipairs(b.spans) do
     if s.prefix == prefix and s.ts == ts and s.kind == kind then span = s break end
   end
   if not span then
-    span = {prefix = prefix, ts = ts, kind = kind, letter = letter, by = {}, order = {}}
+    span = {prefix = prefix, ts = ts, kind = kind, by = {}, order = {}}
     b.spans[#b.spans + 1] = span
   end
   local before = span.by[ms]
@@ -469,16 +470,12 @@ local function count_span(prefix, ts, kind, letter, ms)
 end
 flush_spans = function(spans)
   for _, span in ipairs(spans) do
-    for _, ms in ipairs(span.order) do
-      local n = span.by[ms]
-      count_duration(span.prefix, span.kind, ms, n)
-      record_latency(span.prefix, span.ts, span.letter, ms, n)
-    end
+    for _, ms in ipairs(span.order) do count_durations(span.prefix, span.ts, span.kind, ms, span.by[ms]) end
   end
 end
 -- A claim's wait (due -> claimed).
 local function count_wait(prefix, ts, waited_ms)
-  count_span(prefix, ts, 'wait', 'W', waited_ms)
+  count_span(prefix, ts, 'wait', waited_ms)
 end
 
 -- How long a job ran (its claim to now), when complete or fail finishes it:
@@ -490,7 +487,7 @@ local function count_run(events_key, job_key, move, ts, claimed)
   local now = tonumber(ts)
   if claimed and now and now >= claimed then
     local prefix = string.sub(events_key, 1, -7)
-    count_span(prefix, now, 'run', 'R', now - claimed)
+    count_span(prefix, now, 'run', now - claimed)
   end
 end
 -- The script's check_moves has refused a move the table does not know before
@@ -596,13 +593,11 @@ end
 -- too long to read). Only for a move whose next write to the hash is its history entry's.
 local function job_fields_history(job_key, a, b, c)
   local length = redis.pcall('HSTRLEN', job_key, 'history')
-  if type(length) ~= 'number' then return redis.call('TYPE', job_key).ok, nil, false end
-  local f
-  if length > 2 * HISTORY_MAX_BYTES then
-    f = redis.call('HMGET', job_key, a, b, c)
-  else
-    f = redis.call('HMGET', job_key, a, b, c, 'history')
+  if type(length) ~= 'number' or length > HISTORY_READ_MAX then
+    local kind, f = job_fields(job_key, a, b, c)
+    return kind, f, false
   end
+  local f = redis.call('HMGET', job_key, a, b, c, 'history')
   if not f[1] then
     local kind = redis.call('TYPE', job_key).ok
     if kind ~= 'hash' then return kind, nil, false end

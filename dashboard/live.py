@@ -252,7 +252,8 @@ class QueuePage(LivePage):
     def _stale_summary(self) -> str:
         """The last counts sent, marked stale with their age: never a zero, never passed off as now."""
         if self.last is None:
-            return ""
+            # Redis stopped between the page's render and its first push: the counts on screen are the render's.
+            return _render("dashboard/_figures_mark.html", {"figures_stale": True, "mark_alone": True})
         return _render("dashboard/_queue_summary.html", {**self.last, "figures_stale": True})
 
 

@@ -123,6 +123,26 @@ async def test_every_page_gets_the_banner_when_redis_stops_and_loses_it_when_it_
         server.cleanup()
 
 
+async def test_a_queue_page_that_never_read_before_redis_stopped_marks_its_rendered_counts_stale(
+        viewer_cookie: bytes, settings: object, stop_followers: None) -> None:
+    # The page was rendered with Redis up; Redis stopped before its socket's first read, so the socket
+    # has no counts of its own to send again: it marks the rendered ones.
+    server = RedisServer().start()
+    settings.EMQ_REDIS_URL = server.url  # type: ignore[attr-defined]
+    try:
+        EchoMQ.from_url(server.url).enqueue("mail", "a", job_id="j1")
+        server.stop()
+        page = await connect("/ws/queue/?q=mail", viewer_cookie)
+
+        message = await receive_until(page, lambda m: 'id="figures-mark"' in m)
+
+        assert 'class="figures-mark stale" hx-swap-oob="true"' in message
+        assert "read when the page loaded, and Redis is not answering" in message
+        await page.disconnect()
+    finally:
+        server.cleanup()
+
+
 async def test_a_page_whose_render_lost_the_cancel_of_its_close_stops_at_its_next_turn(
         console_mq: EchoMQ, viewer_cookie: bytes, stop_followers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     console_mq.enqueue("mail", "a", job_id="j1")

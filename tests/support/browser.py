@@ -40,12 +40,15 @@ class Console:
 
 
 def wait_until_live(page: Page, timeout_ms: float = 20_000) -> None:
-    """The page's WebSocket has delivered its first fragments (the clock then carries the server time).
+    """The page's WebSocket has delivered its first fragments: the clock was swapped by a push.
+
+    Not the rendered clock's time: a page's first push may still be on its way (and a test that stops
+    Redis then would stop it before the page has ever been live).
 
     An arrow function, not an expression: under the console's CSP (no
     'unsafe-eval') Playwright cannot poll a string expression.
     """
-    page.wait_for_function("() => Number(document.getElementById('server-clock')?.dataset.now) > 0"
+    page.wait_for_function("() => document.getElementById('server-clock')?.dataset.live === '1'"
                            " && !!document.querySelector('[ws-connect]')", timeout=timeout_ms)
 
 

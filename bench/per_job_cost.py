@@ -1,18 +1,18 @@
 """``python -m bench.per_job_cost [--realtime]``: Redis time and memory per job, EchoMQ beside BullMQ in one run, and what
 each feature of ``finish_claim`` costs.
 
-Two parts on one private redis-server:
+Two parts, on private redis-servers:
 
-* **The whole job**, in rounds alternating EchoMQ and BullMQ (``--rounds``, ``--jobs`` per round, a flushed
-  server and ``CONFIG RESETSTAT`` before each side). Each side enqueues its jobs in chunks of 1,000
-  (``enqueue_many`` / ``Queue.addBulk``, the same JSON payload of 29-33 bytes), then one worker with one
-  no-op async handler drains them (``Worker``, the default engine / BullMQ's ``Worker``, concurrency 1).
-  Redis time per job is the sum of ``usec`` over every command in ``INFO commandstats`` (enqueue, claim,
-  complete, heartbeat, registry, everything either client sent), divided by the jobs. Memory per job is
-  ``used_memory`` after the enqueue (pending) and after the drain (done), less the server's before, less
-  every stream's ``MEMORY USAGE`` (both keep an event stream trimmed to about 10,000 entries), divided by
-  the jobs; BullMQ's figures are read after its node process has exited, EchoMQ's after its worker has
-  closed its connections.
+* **The whole job**, in rounds alternating EchoMQ and BullMQ (``--rounds``, ``--jobs`` per round; each side on a
+  fresh redis-server, after an unmeasured run of ``WARM_JOBS`` jobs, a flush and ``CONFIG RESETSTAT``). Each side
+  enqueues its jobs in chunks of 1,000 (``enqueue_many`` / ``Queue.addBulk``, the same JSON payload of 29-33
+  bytes), then one worker with one no-op async handler drains them (``Worker``, the default engine / BullMQ's
+  ``Worker``, concurrency 1). Redis time per job is the sum of ``usec`` over every command in ``INFO
+  commandstats`` (enqueue, claim, complete, heartbeat, registry, everything either client sent), divided by the
+  jobs. Memory per job is ``used_memory`` after the enqueue (pending) and after the drain (done), less the
+  server's before, less every stream's ``MEMORY USAGE`` (both keep an event stream trimmed to about 10,000
+  entries), divided by the jobs; BullMQ's figures are read after its node process has exited, EchoMQ's after its
+  worker has closed its connections.
 * **finish_claim, feature by feature**: the loop of ``bench.one_round_trip`` (report a job and claim the next,
   one EVALSHA per job) on copies of ``finish_claim`` with one feature's function made to return at once:
   the event stream (``XADD``), the job's history entry, the per-move counter, the minute/hour series, the
@@ -30,6 +30,7 @@ import secrets
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 from queues import EchoMQ, moves
@@ -42,6 +43,8 @@ from . import peers
 from .common import start_server
 
 QUEUE = "bench-cost"
+# The unmeasured jobs each side runs first on its fresh server.
+WARM_JOBS = 200
 
 
 def _payload(n: int) -> str:
@@ -81,8 +84,8 @@ async def _drain(url: str, jobs: int) -> None:
 
 def echomq_side(server: RedisServer, jobs: int) -> dict[str, float]:
     client = server.client()
-    before = _memory(client)
     client.config_resetstat()
+    before = _memory(client)
     mq = EchoMQ.from_url(server.url, actor="bench")
     try:
         for start in range(0, jobs, 1000):
@@ -109,8 +112,8 @@ def _node(server: RedisServer, jobs: int, figure: str) -> None:
 def bullmq_side(server: RedisServer, jobs: int) -> dict[str, float]:
     peers.bullmq_version()
     client = server.client()
-    before = _memory(client)
     client.config_resetstat()
+    before = _memory(client)
     _node(server, jobs, "fill")
     pending = _memory(client) - before
     _node(server, jobs, "drain")
@@ -175,6 +178,36 @@ def finish_claim_us(server: RedisServer, source: str, jobs: int) -> float:
         mq.close()
 
 
+def _start(*, realtime: bool) -> RedisServer:
+    server = start_server()
+    # Redis 7 keeps a latency histogram per command once called (tens of KB each), which RESETSTAT frees:
+    # either would count in the jobs' memory.
+    server.client().config_set("latency-tracking", "no")
+    if realtime:
+        # Holds Redis's per-call times still on a shared machine (a preempted script counts its wait).
+        assert server.process is not None
+        subprocess.run(["chrt", "-f", "-p", "50", str(server.process.pid)], check=True)
+    return server
+
+
+def _on_a_server_of_its_own(side: Callable[[RedisServer, int], dict[str, float]], jobs: int, *,
+                            realtime: bool) -> dict[str, float]:
+    """One side's figures on a fresh redis-server, after an unmeasured run of a few jobs and a flush.
+
+    A fresh server: no side's figures depend on what the other left (its scripts, its commands' stats).
+    The unmeasured run: a side's first jobs on a server also pay its scripts and tables, which are not
+    per job.
+    """
+    server = _start(realtime=realtime)
+    try:
+        side(server, WARM_JOBS)
+        server.client().flushall()
+        time.sleep(0.2)  # the allocator settles before the memory is read
+        return side(server, jobs)
+    finally:
+        server.cleanup()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.per_job_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -184,29 +217,23 @@ def main() -> int:
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"# load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; bullmq {peers.bullmq_version()}", flush=True)
-    server = start_server()
-    try:
-        if args.realtime:
-            # Holds Redis's per-call times still on a shared machine (a preempted script counts its wait).
-            assert server.process is not None
-            subprocess.run(["chrt", "-f", "-p", "50", str(server.process.pid)], check=True)
-        sides: dict[str, list[dict[str, float]]] = {"echomq": [], "bullmq": []}
-        for round_no in range(1, args.rounds + 1):
-            for name, side in (("echomq", echomq_side), ("bullmq", bullmq_side)):
-                server.client().flushall()
-                time.sleep(0.2)  # lazy-free and the allocator settle before the memory is read
-                got = side(server, args.jobs)
-                sides[name].append(got)
-                print(f"{name}, round {round_no}: Redis {got['redis_us']:.1f} us/job, pending {got['pending_b']:.0f} "
-                      f"B/job, done {got['done_b']:.0f} B/job", flush=True)
-        for name, rounds in sides.items():
-            print(f"{name}: median Redis {statistics.median(r['redis_us'] for r in rounds):.1f} us/job, pending "
-                  f"{statistics.median(r['pending_b'] for r in rounds):.0f} B/job, done "
-                  f"{statistics.median(r['done_b'] for r in rounds):.0f} B/job", flush=True)
-        ratios = [a["redis_us"] / b["redis_us"] for a, b in zip(sides["echomq"], sides["bullmq"])]
-        print("Redis time, EchoMQ / BullMQ per round: " + ", ".join(f"{r:.2f}" for r in ratios)
-              + f"; median {statistics.median(ratios):.2f}", flush=True)
+    sides: dict[str, list[dict[str, float]]] = {"echomq": [], "bullmq": []}
+    for round_no in range(1, args.rounds + 1):
+        for name, side in (("echomq", echomq_side), ("bullmq", bullmq_side)):
+            got = _on_a_server_of_its_own(side, args.jobs, realtime=args.realtime)
+            sides[name].append(got)
+            print(f"{name}, round {round_no}: Redis {got['redis_us']:.1f} us/job, pending {got['pending_b']:.0f} "
+                  f"B/job, done {got['done_b']:.0f} B/job", flush=True)
+    for name, rounds in sides.items():
+        print(f"{name}: median Redis {statistics.median(r['redis_us'] for r in rounds):.1f} us/job, pending "
+              f"{statistics.median(r['pending_b'] for r in rounds):.0f} B/job, done "
+              f"{statistics.median(r['done_b'] for r in rounds):.0f} B/job", flush=True)
+    ratios = [a["redis_us"] / b["redis_us"] for a, b in zip(sides["echomq"], sides["bullmq"])]
+    print("Redis time, EchoMQ / BullMQ per round: " + ", ".join(f"{r:.2f}" for r in ratios)
+          + f"; median {statistics.median(ratios):.2f}", flush=True)
 
+    server = _start(realtime=args.realtime)
+    try:
         copies = variants()
         times: dict[str, list[float]] = {name: [] for name in copies}
         for _ in range(args.rounds):

@@ -254,8 +254,13 @@ end
 -- as created_at; `fields` (nil, or field, value pairs) go in the same HSET. Returns the text stored.
 local function store_history(job_key, entries, fields)
   local first = entries[1]
+  -- Past the newest HISTORY_MAX_ENTRIES, all at once: a history not written by a script may hold thousands of
+  -- short lines, and formatting it again per dropped line would hold Redis for seconds.
+  if #entries > HISTORY_MAX_ENTRIES then
+    entries = {unpack(entries, #entries - HISTORY_MAX_ENTRIES + 1)}
+  end
   local text = format_history(entries)
-  while #entries > 1 and (#entries > HISTORY_MAX_ENTRIES or #text > HISTORY_MAX_BYTES) do
+  while #entries > 1 and #text > HISTORY_MAX_BYTES do
     table.remove(entries, 1)
     text = format_history(entries)
   end

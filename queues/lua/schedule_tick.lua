@@ -103,7 +103,8 @@ end
 local recent = {}
 for part in string.gmatch(f[6] or '', '[^,]+') do recent[#recent + 1] = part end
 if outcome == 'enqueued' then recent[#recent + 1] = suffix end
-while #recent > SCHEDULE_RECENT do table.remove(recent, 1) end
+-- The newest ones at once (a field not written by a script may hold thousands of parts).
+if #recent > SCHEDULE_RECENT then recent = {unpack(recent, #recent - SCHEDULE_RECENT + 1)} end
 local fields = {'recent', table.concat(recent, ','), 'last_job', job_id, 'last_enqueued_ms', tostring(now)}
 if what == 'tick' then
   for _, v in ipairs({'last_tick_ms', string.format('%d', stamp), 'next_ms', tostring(next_ms), 'ticks',

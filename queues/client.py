@@ -260,7 +260,10 @@ class sends(Generic[P, T]):
         def send(*args: P.args, **kwargs: P.kwargs) -> Any:
             return client.run(describe(client, *args, **kwargs))
 
-        return _bound(send, describe)
+        bound = _bound(send, describe)
+        # Kept on the client, as a method bound once: a move sent one by one looked it up on every call.
+        vars(client)[self.__name__] = bound
+        return bound
 
 
 def _bound(send: Callable[..., Any], describe: Callable[..., Any]) -> Callable[..., Any]:

@@ -82,6 +82,14 @@ _FORBIDDEN_IN_QUEUE = re.compile(r"[{}:\x00-\x20\x7f]")
 
 
 def validate_queue_name(name: object) -> str:
+    if type(name) is str:
+        return _valid_queue_name(name)
+    return _validate(name, "queue name", MAX_QUEUE_NAME, _FORBIDDEN_IN_QUEUE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid_queue_name(name: str) -> str:
+    # A producer names the same few queues on every call; a name that fails raises, and is not kept.
     return _validate(name, "queue name", MAX_QUEUE_NAME, _FORBIDDEN_IN_QUEUE)
 
 
@@ -276,5 +284,12 @@ class QueueKeys:
 
     def script_keys(self, job_id: str | None) -> list[str]:
         """KEYS for every script: the four sets, the events, then the job or the prefix."""
-        sixth = self.job(job_id) if job_id is not None else self.prefix
-        return [self.pending, self.active, self.done, self.failed, self.events, sixth]
+        *first, prefix = _first_script_keys(self.queue)
+        return [*first, prefix + "job:" + validate_job_id(job_id) if job_id is not None else prefix]
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_script_keys(queue: str) -> tuple[str, str, str, str, str, str]:
+    """A queue's four sets and events, and its prefix (the sixth key when no job is named), worked out once."""
+    keys = QueueKeys(queue)
+    return keys.pending, keys.active, keys.done, keys.failed, keys.events, keys.prefix

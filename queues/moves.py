@@ -58,8 +58,11 @@ class Call(Generic[T]):
     leases: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "keys", [_wire(key) for key in self.keys])
-        object.__setattr__(self, "args", [_wire(arg) for arg in self.args])
+        # ASCII text, the common case, is sent as it is without a call per value.
+        object.__setattr__(self, "keys", [key if type(key) is str and key.isascii() else _wire(key)
+                                          for key in self.keys])
+        object.__setattr__(self, "args", [arg if type(arg) is str and arg.isascii() else _wire(arg)
+                                          for arg in self.args])
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,6 +188,9 @@ class BlockingWire:
         self._reader = hiredis.Reader(replyError=BaseParser.parse_error)
         self._lost: Exception | None = None
         self._owed = 0
+        # Asked before every call (closed_by_server): registered once, not made anew each time.
+        self._readable = select.poll()
+        self._readable.register(sock, select.POLLIN)
 
     @classmethod
     def open(cls, options: dict[str, Any]) -> BlockingWire:
@@ -228,10 +231,8 @@ class BlockingWire:
         (:meth:`send`): those are readable too, and the next call reads them first."""
         if self._owed:
             return False
-        poll = select.poll()
-        poll.register(self._sock, select.POLLIN)
         try:
-            return bool(poll.poll(0))
+            return bool(self._readable.poll(0))
         except OSError:
             return True
 

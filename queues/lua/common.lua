@@ -191,12 +191,15 @@ local function history_facts(text)
   return facts
 end
 
--- Entries (attempts, actor and error already escaped) as the field's text.
+-- Entries (attempts, actor and error already escaped) as the field's text; then its lines, and the
+-- length of each line's time.
 local function format_history(entries)
-  local lines, base, attempts, actor = {}, nil, '0', ''
+  local lines, dt_lengths, base, attempts, actor = {}, {}, nil, '0', ''
   local claim_actor, claim_note
   for i, e in ipairs(entries) do
-    local line = e.code .. string.format('%d', base and e.ts - base or e.ts)
+    local dt = string.format('%d', base and e.ts - base or e.ts)
+    local line = e.code .. dt
+    dt_lengths[i] = #dt
     base = base or e.ts
     if e.attempts ~= implied_attempts(e.code, attempts) then line = line .. '.' .. e.attempts end
     local err = e.err
@@ -208,7 +211,7 @@ local function format_history(entries)
     if err then line = line .. '\t' .. err end
     lines[i], attempts, actor = line, e.attempts, e.actor
   end
-  return table.concat(lines, '\n')
+  return table.concat(lines, '\n'), lines, dt_lengths
 end
 
 -- What appending needs to know of a history field, in one pass and without
@@ -259,7 +262,31 @@ local function store_history(job_key, entries, fields)
   if #entries > HISTORY_MAX_ENTRIES then
     entries = {unpack(entries, #entries - HISTORY_MAX_ENTRIES + 1)}
   end
-  local text = format_history(entries)
+  local text, lines, dt_lengths = format_history(entries)
+  if #entries > 1 and #text > HISTORY_MAX_BYTES then
+    -- Past the drops that cannot be enough, at once: after the oldest `drop` go, a line but the new first
+    -- one keeps all but its time's digits (at least one), as the entry before it stays; the first claim
+    -- after it may lose its note and actor (no claim before it is left). Lines of a few hundred bytes
+    -- would otherwise be formatted again per dropped line, up to 32 times for each job of a batch.
+    local n, beyond, next_claim = #entries, {}, {}
+    beyond[n + 1] = 0
+    for j = n, 1, -1 do
+      beyond[j] = beyond[j + 1] + 2 + #lines[j] - dt_lengths[j]
+      next_claim[j] = entries[j].code == 'c' and j or next_claim[j + 1]
+    end
+    local drop = 0
+    while drop < n - 1 do
+      local first, claim = drop + 1, next_claim[drop + 1]
+      local least = #format_history({entries[first]}) + beyond[first + 1]
+      if claim and claim > first then least = least - (2 + #lines[claim] - dt_lengths[claim]) + 3 end
+      if least <= HISTORY_MAX_BYTES then break end
+      drop = drop + 1
+    end
+    if drop > 0 then
+      entries = {unpack(entries, drop + 1)}
+      text = format_history(entries)
+    end
+  end
   while #entries > 1 and #text > HISTORY_MAX_BYTES do
     table.remove(entries, 1)
     text = format_history(entries)

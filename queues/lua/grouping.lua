@@ -93,6 +93,9 @@ end
 -- not kept). It is never lowered as jobs leave: "no attempt of it before release R" holds of every
 -- failure the group has seen since its `first`.
 local RELS_MAX = 16
+-- A rels longer than this (another writer's: the moves write 16 numbers of a few digits) is not read and is
+-- taken as full, so that no job entering the group splits megabytes.
+local RELS_READ_MAX = 1024
 
 -- The job (its hash checked) has gone to failed with `plan.message` at `ts`
 -- (now, for a move; its failure time, for group_failed): the group's first
@@ -102,18 +105,19 @@ local function failure_enter(job_key, id, plan, ts)
   failure_leave(job_key)
   local key = PREFIX .. 'failure:' .. plan.group
   redis.call('ZINCRBY', PREFIX .. 'failures', 1, plan.group)
-  local seen = redis.call('HMGET', key, 'first', 'last', 'rels')
+  local seen = redis.call('HMGET', key, 'first', 'last')
   local first, last = to_int(seen[1]), to_int(seen[2])
   if first == nil then redis.call('HSET', key, 'sig', plan.sig, 'first', ts) end
   if first ~= nil and ts < first then redis.call('HSET', key, 'first', ts) end
   if last == nil or ts >= last then redis.call('HSET', key, 'last', ts, 'sample', id, 'error', plan.message) end
   local release = newest_claim_release(job_key)
-  if release then
-    local rels = seen[3] or ''
+  if release and redis.call('HSTRLEN', key, 'rels') <= RELS_READ_MAX then
+    local rels = redis.call('HGET', key, 'rels') or ''
     local count, present = 0, false
     for token in string.gmatch(rels, '%S+') do
       count = count + 1
       if token == release then present = true end
+      if present or count >= RELS_MAX then break end
     end
     if not present and count < RELS_MAX then
       redis.call('HSET', key, 'rels', rels == '' and release or (rels .. ' ' .. release))

@@ -30,6 +30,7 @@
 --                       (give it lowercased; plain find)
 --         'worker'      the worker holds the value (plain find): the actor of
 --                       the history's newest claim, else the worker field
+--                       (not searched when over 8192 bytes)
 --         'group'       the job is in this failure group (its fsig field)
 --         'release'     the newest attempt ran on this release: the label's
 --                       number in PREFIX .. 'releases' is the newest claim
@@ -391,13 +392,16 @@ while looked < max_looked and matched < max_matches do
     end
     if ok and group ~= nil then ok = f.fsig == group end
     if f and f.history then bytes_since_check = bytes_since_check + #f.history end
+    if f and f.worker then bytes_since_check = bytes_since_check + #f.worker end
     if ok and error_text ~= nil then
       ok = (f.last_error and string.find(string.lower(f.last_error), error_text, 1, true) ~= nil)
         or history_error_holds(f.history)
     end
     if ok and worker_text ~= nil then
       local worker = facts_of(job_key, f).worker or f.worker
-      ok = worker and string.find(worker, worker_text, 1, true) ~= nil
+      -- A worker field longer than any script writes (another writer's) is not searched: a find costs its
+      -- length times the text's, and the clock is looked at only between entries.
+      ok = worker and #worker <= MAX_ERROR and string.find(worker, worker_text, 1, true) ~= nil
     end
     if ok and (release_token ~= nil or host_text ~= nil) then
       local claim = newest_claim(job_key, f)

@@ -33,6 +33,8 @@ end
 
 for i = 1, 4 do redis.call('ZREM', KEYS[i], id) end
 if kind == 'hash' then failure_leave(KEYS[6]) end
-redis.call('DEL', KEYS[6])
+-- UNLINK, not DEL: the same keyspace after, but a huge key (another writer's) is freed in the
+-- background instead of while Redis waits.
+redis.call('UNLINK', KEYS[6])
 emit(KEYS[5], 'delete', id, state, '', attempts, ARGV[4] or '', now_ms(), nil)
 return {'OK', 'deleted', attempts}

@@ -61,7 +61,9 @@ for _, id in ipairs(ids) do
     else
       redis.call('ZREM', set, id)
       failure_leave(job_key)
-      redis.call('DEL', job_key)
+      -- UNLINK, not DEL: the same keyspace after, but a huge key (another writer's) is freed in the
+      -- background instead of while Redis waits.
+      redis.call('UNLINK', job_key)
       emit(KEYS[5], 'purge', id, state, '', f[2] or '', actor, now, nil)
       deleted = deleted + 1
     end

@@ -32,7 +32,9 @@ if kind ~= expect_type then return refuse('state', kind, '') end
 local events_usable = redis.call('TYPE', KEYS[5]).ok
 events_usable = events_usable == 'stream' or events_usable == 'none'
 
-redis.call('DEL', KEYS[index])
+-- UNLINK, not DEL: the same keyspace after, but a huge key (another writer's) is freed in the
+-- background instead of while Redis waits.
+redis.call('UNLINK', KEYS[index])
 if events_usable then
   emit(KEYS[5], 'remove_key', which, 'wrongtype:' .. kind, '', '', ARGV[3] or '', now_ms(), nil)
 end

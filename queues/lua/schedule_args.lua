@@ -3,6 +3,8 @@
 -- tick (ms; SCHEDULE_PAUSED_SCORE while paused, so that no scheduler finds it due).
 local SCHEDULES_PER_QUEUE = 1000
 local SCHEDULE_RECENT = 20
+-- The most of a schedule's recent list a tick reads (see schedule_tick.lua).
+local RECENT_READ_MAX = 1024
 local SCHEDULE_PAUSED_SCORE = MAX_INT
 local SCHEDULE_PAYLOAD_BYTES = 1048576
 

@@ -60,7 +60,7 @@ local actor = cut_utf8(ARGV[6] or '', MAX_ACTOR_BYTES)
 local refused = check_types(1, 5, 6) or schedule_types(7, 8)
 if refused then return refused end
 if redis.call('EXISTS', KEYS[7]) == 0 then return {'REFUSED', 'missing', '', ''} end
-local f = redis.call('HMGET', KEYS[7], 'version', 'paused', 'next_ms', 'last_tick_ms', 'max_attempts', 'recent')
+local f = redis.call('HMGET', KEYS[7], 'version', 'paused', 'next_ms', 'last_tick_ms', 'max_attempts')
 local version = to_int(f[1] or '') or 0
 if expected and expected ~= version then return {'REFUSED', 'changed', tostring(version), ''} end
 local now = now_ms()
@@ -100,8 +100,12 @@ if not exists then
   outcome = 'enqueued'
 end
 -- The newest SCHEDULE_RECENT jobs' id suffixes, oldest first: the page's sparkline and last outcome.
+-- A list longer than the scripts write (20 suffixes of about 20 bytes) is another writer's: not read, it starts
+-- again from this tick, so that no tick splits megabytes.
 local recent = {}
-for part in string.gmatch(f[6] or '', '[^,]+') do recent[#recent + 1] = part end
+if redis.call('HSTRLEN', KEYS[7], 'recent') <= RECENT_READ_MAX then
+  for part in string.gmatch(redis.call('HGET', KEYS[7], 'recent') or '', '[^,]+') do recent[#recent + 1] = part end
+end
 if outcome == 'enqueued' then recent[#recent + 1] = suffix end
 -- The newest ones at once (a field not written by a script may hold thousands of parts).
 if #recent > SCHEDULE_RECENT then recent = {unpack(recent, #recent - SCHEDULE_RECENT + 1)} end

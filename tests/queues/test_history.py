@@ -282,13 +282,13 @@ def test_the_history_read_of_a_key_of_another_type_answers_empty(mq: EchoMQ) -> 
     assert reply[1:] == [b"string", 0, b"", b""]
 
 
-def test_a_claim_of_jobs_with_foreign_histories_of_many_lines_and_a_long_one_cuts_each_in_few_passes(
+def test_a_claim_of_jobs_with_foreign_histories_of_many_lines_and_a_long_one_cuts_each_to_the_newest_that_fit(
         mq: EchoMQ) -> None:
-    # 31 short lines and one of 4 KB (under the 8 KB read bound, not written by a script): cutting such a
-    # history to 4096 bytes formatted the rest again per dropped line, 28 times: 1.15 s of Redis for a claim of
-    # 1,000 such jobs.
+    # 31 short lines and one of 4 KB (under the 8 KB read bound, not written by a script): the cut to 4096 bytes
+    # skips the drops that cannot be enough (it formatted the rest again per dropped line, 28 times: 1.3 s of
+    # Redis for a claim of 1,000 such jobs, 0.4 s now; BENCHMARKS.md), and keeps what the line-by-line cut kept.
     keys = QueueKeys("q")
-    ids = mq.enqueue_many("q", ["x"] * 1000)
+    ids = mq.enqueue_many("q", ["x"] * 50)
     seconds, micros = mq.redis.time()
     base = seconds * 1000 + micros // 1000
     history = "\n".join([f"f{base}"] + ["f0"] * 30 + ["f0\tA\t" + "y" * 4060])
@@ -296,15 +296,12 @@ def test_a_claim_of_jobs_with_foreign_histories_of_many_lines_and_a_long_one_cut
     for job_id in ids:
         pipe.hset(keys.job(job_id), "history", history)
     pipe.execute()
-    mq.redis.config_resetstat()
 
-    held = mq.claim("q", count=1000)
+    held = mq.claim("q", count=50)
 
-    assert len(held) == 1000
-    # The newest lines that fit beside the claim's entry, the first one taking the absolute time.
-    assert [e.move for e in mq.job_events("q", held[0].id)] == ["claim", "fail", "fail", "fail", "fail"]
-    text = mq.redis.hget(keys.job(held[0].id), "history")
-    assert text is not None and text.startswith(f"f{base}\nf0\nf0\nf0\tA\ty".encode()) and len(text) <= 4096
-    stats = mq.redis.info("commandstats")
-    usec = sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
-    assert 0 < usec < 1_000_000
+    assert len(held) == 50
+    for job in held:
+        # The newest lines that fit beside the claim's entry, the first one taking the absolute time.
+        assert [e.move for e in mq.job_events("q", job.id)] == ["claim", "fail", "fail", "fail", "fail"]
+        text = mq.redis.hget(keys.job(job.id), "history")
+        assert text is not None and text.startswith(f"f{base}\nf0\nf0\nf0\tA\ty".encode()) and len(text) <= 4096

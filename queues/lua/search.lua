@@ -30,7 +30,7 @@
 --                       (give it lowercased; plain find)
 --         'worker'      the worker holds the value (plain find): the actor of
 --                       the history's newest claim, else the worker field
---                       (not searched when over 8192 bytes)
+--                       (a worker field over 8192 bytes is not read)
 --         'group'       the job is in this failure group (its fsig field)
 --         'release'     the newest attempt ran on this release: the label's
 --                       number in PREFIX .. 'releases' is the newest claim

@@ -99,12 +99,7 @@ local function claim_due(now, lease, claim_id, worker, count, note)
         looked = looked + 1
         -- A job taken gets its history entry next: read it in the same HMGET. A look at the next due job
         -- (the EMPTY answer's) reads the three fields alone.
-        local kind, f, history
-        if take then
-          kind, f, history = job_fields_history(job_key, 'state', 'attempts', 'payload')
-        else
-          kind, f = job_fields(job_key, 'state', 'attempts', 'payload')
-        end
+        local kind, f, history = job_fields_maybe_history(job_key, take, 'state', 'attempts', 'payload')
         if kind == 'none' then
           redis.call('ZREM', KEYS[1], id)
         else

@@ -637,6 +637,12 @@ local function job_fields_history(job_key, a, b, c)
   return 'hash', f, f[4] or false
 end
 
+-- job_fields, and the history too when `with_history` (job_fields_history): a move that writes an entry.
+local function job_fields_maybe_history(job_key, with_history, a, b, c)
+  if with_history then return job_fields_history(job_key, a, b, c) end
+  return job_fields(job_key, a, b, c)
+end
+
 -- Fencing: a worker may extend, complete, fail or release a job only while
 -- it is active, in the active set, with the attempts its claim returned, and
 -- with its claim id when the hash carries one (a job claimed by a runtime
@@ -644,12 +650,7 @@ end
 -- Returns nil when the caller holds the lease, else a refusal reply.
 -- `with_history`: also return the job's history field as job_fields_history reads it, for the move's entry.
 local function check_lease(job_key, active_key, id, token_attempts, claim_id, with_history)
-  local kind, f, history
-  if with_history then
-    kind, f, history = job_fields_history(job_key, 'state', 'attempts', 'claim_id')
-  else
-    kind, f = job_fields(job_key, 'state', 'attempts', 'claim_id')
-  end
+  local kind, f, history = job_fields_maybe_history(job_key, with_history, 'state', 'attempts', 'claim_id')
   if kind == 'none' then return refuse('missing') end
   if kind ~= 'hash' then return {'REFUSED', 'wrongtype', job_key, kind} end
   if f[1] ~= 'active' then return refuse('state', f[1], f[2]) end

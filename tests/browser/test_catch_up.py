@@ -100,6 +100,17 @@ def _start_run_from(page: Page, button: str) -> None:
     expect(page.locator("dialog.confirm-dialog")).to_have_count(0)
 
 
+# Where focus went and what the sockets and requests did, in order: what a failure of a focus test needs to be read.
+_RECORD_EVENTS = """() => {
+  window.eventLog = [];
+  const name = (t) => t && t.tagName ? `${t.tagName}.${t.className}#${t.id}` : String(t);
+  const note = (e) => window.eventLog.push(`${performance.now().toFixed(0)} ${e.type} ${name(e.target)}`
+    + ` code=${e.detail && e.detail.event ? e.detail.event.code : ""} active=${name(document.activeElement)}`);
+  for (const type of ["focusin", "focusout", "htmx:wsOpen", "htmx:wsClose", "htmx:wsAfterMessage",
+                      "htmx:beforeRequest", "htmx:afterRequest", "htmx:load"]) document.addEventListener(type, note, true);
+}"""
+
+
 def _focused_before() -> str:
     return "() => document.activeElement === window.focusedBefore && window.focusedBefore.isConnected"
 
@@ -131,6 +142,7 @@ def test_search_results_catch_up_once_focus_has_left_the_matches(operator_page: 
     page = operator_page
     queue = "catch-search-focus"
     _three_matches(page, console, mq, queue)
+    page.evaluate(_RECORD_EVENTS)
     page.locator(".search-match a").first.focus()
     page.evaluate("() => { window.focusedBefore = document.activeElement; window.searchedAgain = false;"
                   " document.addEventListener('htmx:beforeRequest', (e) => {"
@@ -140,7 +152,8 @@ def test_search_results_catch_up_once_focus_has_left_the_matches(operator_page: 
     expect(page.locator("#search-results .run-progress:not(.running)")).to_have_count(1, timeout=15_000)
     page.mouse.move(5, 5)
 
-    assert page.evaluate("() => !window.searchedAgain") and page.evaluate(_focused_before())
+    held = page.evaluate("() => !window.searchedAgain") and page.evaluate(_focused_before())
+    assert held, "\n".join(page.evaluate("() => window.eventLog"))
     page.locator("form.search-form input[name=q]").focus()
     expect(page.locator(".search-match")).to_have_count(0, timeout=15_000)
     expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)

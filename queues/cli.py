@@ -456,6 +456,8 @@ def cmd_failures(mq: EchoMQ, args: argparse.Namespace) -> None:
         else:
             print(f"{group.id}\t{group.count}\t{_shown(group.signature)}\tfirst {iso_time(group.first_ms)}\tlast "
                   f"{iso_time(group.last_ms)}\tsample {_shown(group.sample_id)}")
+            if group.unread:
+                print(f"  {group.unread_note}")
     if not read.failed and not read.groups:
         print(f"emq: no failed jobs in {_shown(args.queue)}", file=sys.stderr)
         return
@@ -481,6 +483,8 @@ def _explained(mq: EchoMQ, args: argparse.Namespace) -> None:
               + "; hosts " + ", ".join(f"{_shown(h)} {n}" for h, n in found.hosts))
         for share in found.fields:
             print(f"  {_shown(share.describe())}")
+        if group.unread:
+            print(f"  {group.unread_note}")
     print(f"emq: {read.failed} failed jobs; read from {read.bounds()}", file=sys.stderr)
     for note in read.notes:
         print(f"emq: note: {_shown(note)}", file=sys.stderr)

@@ -39,10 +39,21 @@ class FailureGroup:
     # The releases its jobs' failing attempts ran on, as the moves keep them: numbers in the queue's
     # releases hash and '-' for release unknown, in the order first seen (grouping.lua).
     release_numbers: tuple[str, ...] = ()
+    # Values another writer made longer than any script writes, not read: (field, its length in bytes).
+    unread: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def unread_note(self) -> str:
+        """What was not read, for a person ('' when every value was)."""
+        if not self.unread:
+            return ""
+        return "not read, longer than any script writes (another writer's): " + ", ".join(
+            f"{name} ({length} bytes)" for name, length in self.unread)
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.id, "count": self.count, "signature": self.signature, "first_ms": self.first_ms,
-                "last_ms": self.last_ms, "sample_id": self.sample_id, "sample_error": self.sample_error}
+                "last_ms": self.last_ms, "sample_id": self.sample_id, "sample_error": self.sample_error,
+                "unread": dict(self.unread)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +87,7 @@ def groups(queue: str, *, limit: int = GROUPS_SHOWN, group: str | None = None) -
             return FailureGroups(keys.queue, 0, 0, 0, [], f"the key {_text(reply[2])} is a {_text(reply[3])}, "
                                                            "not the failure index: the groups cannot be read")
         _, now, failed, count, *flat = reply
-        found = [FailureGroup(_text(flat[i]), score_int(flat[i + 1]),
-                              _bytes_text(flat[i + 2]), _ms(flat[i + 3]), _ms(flat[i + 4]), _text(flat[i + 5]),
-                              _bytes_text(flat[i + 6]), _release_numbers(flat[i + 7]))
-                 for i in range(0, len(flat), 8)]
+        found = [_group(flat[i:i + 8]) for i in range(0, len(flat), 8)]
         return FailureGroups(keys.queue, int(now), int(failed), int(count), found)
 
     return Call("groups", keys.script_keys(None), [limit, only], parse)
@@ -116,6 +124,18 @@ def group_failed(queue: str, *, start: int = 0, limit: int = 500) -> Call[Groupi
         return GroupingStep(int(grouped), int(looked), int(next_start), bool(int(more)))
 
     return Call("group_failed", keys.script_keys(None), args, parse)
+
+
+_GROUP_VALUES: Final = ("signature", "first seen", "last seen", "sample job", "sample error", "releases")
+
+
+def _group(values: list[Any]) -> FailureGroup:
+    """One group's 8 values of the groups read; a value not read (an integer: its length) reads as empty."""
+    group_id, count, *fields = values
+    unread = tuple((name, value) for name, value in zip(_GROUP_VALUES, fields) if isinstance(value, int))
+    sig, first, last, sample, error, rels = (b"" if isinstance(value, int) else value for value in fields)
+    return FailureGroup(_text(group_id), score_int(count), _bytes_text(sig), _ms(first), _ms(last), _text(sample),
+                        _bytes_text(error), _release_numbers(rels), unread)
 
 
 def _release_numbers(value: Any) -> tuple[str, ...]:

@@ -508,6 +508,8 @@ class ExplainedGroupOut(Schema):
     last_ms: int | None
     sample_id: str
     sample_error: str
+    unread: dict[str, int] = Field(description="Values another writer made longer than any script writes, not read "
+                                               "(empty in their place): value name -> its length in bytes")
     releases_ever: list[str] = Field(description="Every release its failing attempts ran on, kept by the moves "
                                                  "(at most 16); 'release unknown' for attempts that recorded none")
     new_since: str = Field(description="The release it is new since (no attempt of it ran before); '' when none")

@@ -309,9 +309,16 @@ end
 -- fail entry leaves its error to last_error and last_error is about to
 -- change, that entry gets the old text written out (cut to
 -- HISTORY_ERROR_BYTES), so the history loses no attempt's error.
+-- A last_error longer than any script writes (another writer's) is not read: the entry notes its length.
 local function keep_last_error(job_key, new_error)
-  local old_error = redis.call('HGET', job_key, 'last_error')
-  if not old_error or old_error == new_error then return end
+  local length = redis.call('HSTRLEN', job_key, 'last_error')
+  local old_error
+  if length > MAX_ERROR_BYTES then
+    old_error = 'a last_error of ' .. length .. ' bytes, not read'
+  else
+    old_error = redis.call('HGET', job_key, 'last_error')
+    if not old_error or old_error == new_error then return end
+  end
   local text = read_history(job_key)
   local entries = text and text ~= '' and parse_history(text)
   if not entries then return end

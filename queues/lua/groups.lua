@@ -10,7 +10,8 @@
 --         then per group 8 values: group id, count, signature, first seen ms,
 --         last seen ms, sample job id, the sample's error, rels (the releases
 --         its failing attempts ran on: numbers and '-', space-separated;
---         grouping.lua)}
+--         grouping.lua); a value longer than 8192 bytes, which no script
+--         writes, is not read: its length comes in its place, as an integer}
 --        {'REFUSED', 'wrongtype', key, its type}   the index is not a zset
 -- Errors: bad keys or limit.
 local err = check_keys(nil)
@@ -19,6 +20,7 @@ local limit, bad = int_arg(ARGV[1], 'limit', 1, 200)
 if bad then return bad end
 local only = ARGV[2] or ''
 local index = PREFIX .. 'failures'
+local GROUP_FIELDS, GROUP_VALUE_READ_MAX = {'sig', 'first', 'last', 'sample', 'error', 'rels'}, 8192
 local refused = check_types(4) or wrong_type(index, 'zset')
 if refused then return refused end
 local ids
@@ -32,7 +34,19 @@ local reply = {'OK', now_ms(), redis.call('ZCARD', KEYS[4]), redis.call('ZCARD',
 for i = 1, #ids, 2 do
   local key = PREFIX .. 'failure:' .. ids[i]
   local f = {}
-  if redis.call('TYPE', key).ok == 'hash' then f = redis.call('HMGET', key, 'sig', 'first', 'last', 'sample', 'error', 'rels') end
+  if redis.call('TYPE', key).ok == 'hash' then
+    -- Each value's length first (O(1)): another writer's far longer value is named by its length, not copied.
+    local long = {}
+    for j, name in ipairs(GROUP_FIELDS) do
+      local length = redis.call('HSTRLEN', key, name)
+      if length > GROUP_VALUE_READ_MAX then long[j] = length end
+    end
+    if next(long) == nil then
+      f = redis.call('HMGET', key, unpack(GROUP_FIELDS))
+    else
+      for j, name in ipairs(GROUP_FIELDS) do f[j] = long[j] or redis.call('HGET', key, name) end
+    end
+  end
   reply[#reply + 1] = ids[i]
   reply[#reply + 1] = ids[i + 1]
   for j = 1, 6 do reply[#reply + 1] = f[j] or '' end

@@ -11,6 +11,7 @@ from django.test import Client
 
 from queues import EchoMQ, QueueKeys
 from queues.cli import main
+from queues.failures import groups
 from queues.reads import HISTORY_READ_MAX
 from tests.support.sockets import connect, receive_until
 
@@ -131,3 +132,21 @@ def test_a_state_that_cannot_be_sampled_is_said_alike_by_the_failures_page_the_a
     assert note.startswith(said) and api["groups"][0]["count"] == 1
     assert f"Note: {html.escape(note)}." in page
     assert f"emq: note: {note}\n" in capsys.readouterr().err
+
+
+def test_a_groups_value_too_long_to_read_is_said_alike_by_the_failures_page_the_api_and_emq(
+        console_mq: EchoMQ, viewer_client: Client, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    console_mq.enqueue("mail", "{}", job_id="j1", max_attempts=1)
+    [job] = console_mq.claim("mail")
+    console_mq.fail("mail", job.id, job.token, error="timeout", backoff_ms=0)
+    [group] = console_mq.run(groups("mail")).groups
+    console_mq.redis.hset(QueueKeys("mail").prefix + "failure:" + group.id, "sig", "<b>" * 10_000)
+    said = "not read, longer than any script writes (another writer's): signature (30000 bytes)"
+
+    page = viewer_client.get("/failures/?q=mail").content.decode()
+    api = viewer_client.get("/api/failures?q=mail").json()
+    assert main(["--url", redis_url, "failures", "mail"]) == 0
+
+    assert f"⚠ {html.escape(said)}" in page and "<b><b>" not in page
+    assert api["groups"][0]["unread"] == {"signature": 30_000} and api["groups"][0]["count"] == 1
+    assert f"\n  {said}\n" in capsys.readouterr().out

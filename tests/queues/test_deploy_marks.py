@@ -74,3 +74,31 @@ async def test_a_worker_whose_release_is_new_to_its_queue_marks_the_deploy(redis
     await serving
 
     assert [label for _, label in marks(mq)] == ["v8"]
+
+
+def _redis_usec(mq: EchoMQ) -> int:
+    stats = mq.redis.info("commandstats")
+    return sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
+
+
+# Expired marks are also past the cap: each mark drops 100 of them for each rule.
+@pytest.mark.parametrize(("old", "dropped_per_mark"), [(True, 200), (False, 100)], ids=["expired", "past-the-cap"])
+def test_a_mark_drops_at_most_100_marks_of_a_set_another_writer_filled_per_rule(mq: EchoMQ, old: bool,
+                                                                                dropped_per_mark: int) -> None:
+    # 200,000 members: dropping them all in one call held Redis for a long moment.
+    now = mq.server_time_ms("q")
+    at = now - 91 * DAY_MS if old else now - DAY_MS
+    for start in range(0, 200_000, 10_000):
+        mq.redis.zadd("emq:deploys", {f"{n}\tforeign": at + n for n in range(start, start + 10_000)})
+    mq.redis.config_resetstat()
+
+    mq.run(deploy_mark("v2"))
+    mq.run(deploy_mark("v3"))
+
+    assert mq.redis.zcard("emq:deploys") == 200_000 + 2 - 2 * dropped_per_mark
+    # The oldest went first, and the new marks stay.
+    assert mq.redis.zrange("emq:deploys", 0, 0) == [f"{2 * dropped_per_mark}\tforeign".encode()]
+    newest = mq.run(deploy_marks(since_ms=0, until_ms=MAX_INT - 1, limit=2, newest=True)).marks
+    assert {m.label for m in newest} == {"v2", "v3"}
+    # Redis's own time for both marks: far under a second at any load.
+    assert 0 < _redis_usec(mq) < 1_000_000

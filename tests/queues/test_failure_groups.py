@@ -257,3 +257,24 @@ def test_a_groups_foreign_release_list_of_megabytes_is_not_split_for_each_job_it
     stats = mq.redis.info("commandstats")
     usec = sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
     assert 0 < usec < 1_000_000
+
+
+def test_a_groups_foreign_values_longer_than_any_script_writes_are_named_by_their_length_not_read(
+        mq: EchoMQ) -> None:
+    keys = QueueKeys("q")
+    for n in range(3):
+        mq.enqueue("q", "{}", job_id=f"j{n}", max_attempts=1)
+        [job] = mq.claim("q")
+        mq.fail("q", f"j{n}", job.token, error=f"error kind {'abc'[n]} happened", backoff_ms=0)
+    read = mq.run(groups("q")).groups
+    assert len(read) == 3 and all(not g.unread for g in read)
+    huge = read[0].id
+    mq.redis.hset(keys.prefix + "failure:" + huge, mapping={"sig": "s" * 3_000_000, "error": "e" * 9000})
+
+    again = {g.id: g for g in mq.run(groups("q")).groups}
+
+    assert again[huge].unread == (("signature", 3_000_000), ("sample error", 9000))
+    assert again[huge].signature == "" and again[huge].sample_error == ""
+    assert again[huge].sample_id and again[huge].count == 1  # the values within bounds are read as ever
+    assert [(g.signature, g.unread) for g in again.values() if g.id != huge] == [
+        (g.signature, ()) for g in read if g.id != huge]

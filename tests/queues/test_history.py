@@ -140,6 +140,20 @@ def test_an_attempts_error_is_written_into_its_entry_before_another_text_replace
     assert mq.job("q", "a").text("last_error") == "cancelled"
 
 
+def test_a_foreign_last_error_longer_than_any_script_writes_is_noted_by_its_length_not_read(mq: EchoMQ) -> None:
+    mq.enqueue("q", "x", job_id="a", max_attempts=5)
+    [job] = mq.claim("q")
+    mq.fail("q", "a", job.token, error="first", backoff_ms=0)
+    huge = b"e" * 5_000_000
+    mq.redis.hset(QueueKeys("q").job("a"), "last_error", huge)
+    [job] = mq.claim("q")
+
+    mq.fail("q", "a", job.token, error="second", backoff_ms=0)
+
+    errors = [e.error for e in reversed(mq.job_events("q", "a")) if e.move == "fail"]
+    assert errors == [f"a last_error of {len(huge)} bytes, not read", "second"]
+
+
 def test_the_job_read_tells_the_times_and_worker_the_moves_do_not_store(mq: EchoMQ, redis_url: str) -> None:
     worker = EchoMQ.from_url(redis_url, actor="host-9:1")
     mq.enqueue("q", "x", job_id="a")

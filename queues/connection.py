@@ -15,6 +15,7 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -100,9 +101,11 @@ def connect_async(url: str | None = None, *, socket_timeout: float | None = 5.0,
     if cluster is None:
         cluster = is_cluster_url(url, socket_timeout)
     if cluster:
-        return redis.asyncio.cluster.RedisCluster.from_url(url, retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+        return redis.asyncio.cluster.RedisCluster.from_url(url, retry=AsyncRetry(NoBackoff(), 0),
+                                                           **_options(socket_timeout))
+    # The asyncio client's own Retry: redis-py 8 warns on a sync one (and converts it).
     pool = redis.asyncio.BlockingConnectionPool.from_url(url, max_connections=max_connections(), timeout=POOL_WAIT_S,
-                                                         retry=Retry(NoBackoff(), 0), **_options(socket_timeout))
+                                                         retry=AsyncRetry(NoBackoff(), 0), **_options(socket_timeout))
     return redis.asyncio.Redis.from_pool(pool)
 
 

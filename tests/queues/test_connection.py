@@ -149,3 +149,20 @@ async def test_many_tasks_on_one_asyncio_client_wait_for_its_bounded_pool(redis_
     assert watcher.info("clients")["connected_clients"] <= max_connections() + 1
     await client.aclose()
     watcher.close()
+
+
+
+@pytest.mark.parametrize("where", ["standalone", "cluster"])
+async def test_the_asyncio_client_is_made_and_used_without_a_warning(request: pytest.FixtureRequest,
+                                                                    where: str) -> None:
+    import warnings
+
+    from queues.connection import connect_async
+
+    url = request.getfixturevalue("redis_url") if where == "standalone" else request.getfixturevalue(
+        "redis_cluster").url
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        client = connect_async(url)
+        assert await client.ping()
+        await client.aclose()

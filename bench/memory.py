@@ -22,6 +22,9 @@ and the state's sorted set per member. At 10,000 jobs every sorted set is a skip
     python -m bench.memory                          # baseline c9242ca, 10,000 jobs
     python -m bench.memory --baseline main --jobs 1000
     python -m bench.memory --listpack-value 128     # the same under a raised hash-max-listpack-value
+
+Then two floors: a hash of the three core fields and one sorted-set member, and a hash of the payload alone and
+one sorted-set member (what a job costs in this keyspace whatever its hash's encoding).
 """
 
 from __future__ import annotations
@@ -105,16 +108,20 @@ def measure(client: redis.Redis, sha: dict[str, str], kind: str, jobs: int) -> d
             "set_encoding": client.object("encoding", state_set).decode()}
 
 
-def floor(client: redis.Redis, jobs: int) -> float:
-    """A job of the three core fields only and its id in one sorted set: what no encoding of the other
-    fields can go below, with these key names."""
+CORE_FIELDS = {"state": "pending", "attempts": 0, "payload": PAYLOAD}
+
+
+def floor(client: redis.Redis, jobs: int, fields: dict[str, object] = CORE_FIELDS) -> float:
+    """A job hash of ``fields`` only (the three core fields: what no encoding of the other fields can go below;
+    the payload alone: what no encoding of the job hash can go below) and its id in one sorted set, with these
+    key names."""
     keys = QueueKeys("bench-memory")
     client.flushall()
     before = int(client.info("memory")["used_memory"])
     for start in range(0, jobs, 1000):
         pipe = client.pipeline(transaction=False)
         for n in range(start, min(start + 1000, jobs)):
-            pipe.hset(keys.job(f"job-{n:07d}"), mapping={"state": "pending", "attempts": 0, "payload": PAYLOAD})
+            pipe.hset(keys.job(f"job-{n:07d}"), mapping=fields)
             pipe.zadd(keys.pending, {f"job-{n:07d}": 1_796_121_464_863 + n})
         pipe.execute()
     return (int(client.info("memory")["used_memory"]) - before) / jobs
@@ -148,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"apart: stream {m['stream'] / 1024:6.0f} KiB, counters and series {m['queue_wide']:,} B",
                       flush=True)
         print(f"floor: three core fields and one sorted-set member {floor(client, args.jobs):6.0f} B per job", flush=True)
+        print(f"floor: the payload alone and one sorted-set member {floor(client, args.jobs, {'payload': PAYLOAD}):6.0f} "
+              "B per job", flush=True)
     finally:
         server.cleanup()
     return 0

@@ -34,6 +34,7 @@ import statistics
 from typing import Any
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from bench.bounded_reads import _run_many, old_source
 from queues import QueueKeys
@@ -108,10 +109,10 @@ def measure(client: redis.Redis, sha: dict[str, str], kind: str, jobs: int) -> d
             "set_encoding": client.object("encoding", state_set).decode()}
 
 
-CORE_FIELDS: dict[str, str | int] = {"state": "pending", "attempts": 0, "payload": PAYLOAD}
+CORE_FIELDS: dict[FieldT, EncodableT] = {"state": "pending", "attempts": 0, "payload": PAYLOAD}
 
 
-def floor(client: redis.Redis, jobs: int, fields: dict[str, str | int] = CORE_FIELDS) -> float:
+def floor(client: redis.Redis, jobs: int, fields: dict[FieldT, EncodableT] = CORE_FIELDS) -> float:
     """A job hash of ``fields`` only (the three core fields: what no encoding of the other fields can go below;
     the payload alone: what no encoding of the job hash can go below) and its id in one sorted set, with these
     key names."""

@@ -5,8 +5,10 @@ taking focus from a group still there or from a match."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, WebSocketRoute, expect
 
 from dashboard.presenters import dom_id
 from queues import EchoMQ, moves
@@ -173,3 +175,50 @@ def test_search_results_show_the_states_a_finished_run_left(operator_page: Page,
     expect(page.locator(".search-progress")).to_contain_text("Finished:", timeout=10_000)
     expect(page.locator("#search-results .run-progress .tally")).to_contain_text("3 moved")
     assert mq.stats(queue).counts["pending"] == 3
+
+
+
+def test_a_finished_search_whose_socket_closes_abnormally_is_not_searched_again_under_the_operator(
+        operator_page: Page, console: Console, mq: EchoMQ) -> None:
+    """htmx's ws extension opens a socket again when it closes abnormally (1006, 1011, 1012, 1013). For a
+    finished search that would start the search over, again and again: its first message empties the matches
+    the operator is reading, and Redis is searched again for nothing."""
+    page = operator_page
+    opened: list[WebSocketRoute] = []
+
+    def route(ws: WebSocketRoute) -> None:
+        opened.append(ws)
+        server = ws.connect_to_server()
+        server.on_message(ws.send)
+        ws.on_message(server.send)
+        closed_by_page = []
+
+        def page_closed(code: int | None, reason: str | None) -> None:
+            closed_by_page.append(code)
+            server.close(code=code, reason=reason)
+
+        def server_closed(code: int | None, reason: str | None) -> None:
+            # The server ends a finished search's socket normally: the page is told it ended abnormally.
+            if not closed_by_page:
+                ws.close(code=1011, reason="the console failed")
+
+        ws.on_close(page_closed)
+        server.on_close(server_closed)
+
+    page.route_web_socket(re.compile(r".*/ws/search/.*"), route)
+    _three_matches(page, console, mq, "catch-search-drop")
+    page.locator(".search-match a").first.focus()
+    page.evaluate("() => { window.focusedBefore = document.activeElement; }")
+
+    # The socket opens again (the extension's doing), and the page closes it at once.
+    for _ in range(100):
+        if len(opened) >= 2:
+            break
+        page.wait_for_timeout(100)
+    # Closed normally, it is not opened a third time: console.js's reconnect delay is at most 2 s.
+    page.wait_for_timeout(3_000)
+
+    assert len(opened) == 2
+    expect(page.locator(".search-match")).to_have_count(3)
+    expect(page.locator(".search-progress")).to_contain_text("Finished:")
+    assert page.evaluate(_focused_before())

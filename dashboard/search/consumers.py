@@ -109,7 +109,11 @@ class SearchConsumer(ClosedTabTolerant):
             await self.close(code=1000)
         except Exception:
             log.exception("a search failed")
-            await self.close(code=1011)
+            # Said, and closed normally: the ws extension opens a socket closed with 1011 again, and a search
+            # that fails the same way would then start over and over, each time reading Redis again.
+            await self.send(text_data=render_to_string("dashboard/search/_progress.html", self._context(
+                error="the search failed in the console (its log says why): search again to try once more")))
+            await self.close(code=1000)
 
     async def _search(self) -> None:
         request = self.search_request

@@ -288,3 +288,21 @@ def test_the_form_sent_without_a_filter_is_refused_in_words(viewer_client: Clien
     assert sent.status_code == 400 and b"give at least one filter" in sent.content
     assert b"ws-connect" not in sent.content
     assert linked.status_code == 200 and b"give at least one filter" not in linked.content
+
+
+async def test_a_search_that_fails_in_the_console_says_so_and_closes_normally(
+        viewer_client: Client, console_mq: EchoMQ, viewer_cookie: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Closed with 1011, the socket was opened again by the page, and the failing search started over and over.
+    failed_job(console_mq, "mail", "t1", "{}", error="timeout")
+
+    def broken(self: object, mq: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(consumers.Search, "run_step", broken)
+    communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&error=x"),
+                                 viewer_cookie)
+
+    seen = await messages_until(communicator, lambda m: "Not searched:" in m)
+
+    assert "the search failed in the console" in seen[-1]
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 1000}

@@ -295,10 +295,12 @@ async def test_a_search_that_fails_in_the_console_says_so_and_closes_normally(
     # Closed with 1011, the socket was opened again by the page, and the failing search started over and over.
     failed_job(console_mq, "mail", "t1", "{}", error="timeout")
 
-    def broken(self: object, mq: object) -> None:
+    def broken(self: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(consumers.Search, "run_step", broken)
+    # Inside the step, which gives the process's search turn back however it ends: a failure outside it would
+    # hold every later search of this process for the turn's 30 s.
+    monkeypatch.setattr(consumers.Search, "next_call", broken)
     communicator = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&error=x"),
                                  viewer_cookie)
 
@@ -306,3 +308,9 @@ async def test_a_search_that_fails_in_the_console_says_so_and_closes_normally(
 
     assert "the search failed in the console" in seen[-1]
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": 1000}
+    # The next search of the process is not held up by the failed one (20 s is under the turn's 30 s).
+    monkeypatch.undo()
+    again = await connect(await sync_to_async(ws_path)(viewer_client, "/search/?q=mail&state=failed&error=time"),
+                          viewer_cookie)
+    assert "1 matched" in (await messages_until(again, lambda m: "Finished:" in m))[-1]
+    await again.disconnect()

@@ -25,6 +25,7 @@ import tarfile
 import tempfile
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -106,6 +107,31 @@ def enqueue_us(client: redis.Redis, source: str, jobs: int) -> float:
     return _evalsha_us(client)
 
 
+def _claimed(mq: EchoMQ, jobs: int) -> list[Any]:
+    held: list[Any] = []
+    while len(held) < jobs:
+        held += mq.claim(QUEUE, count=min(1000, jobs - len(held)))
+    return held
+
+
+def fail_us(client: redis.Redis, mq: EchoMQ, source: str, jobs: int, *, failed_before: bool) -> float:
+    """``fail`` of a claimed job (backoff 0, attempts left): its first failure, or one after another error (the
+    older error then goes into the history's fail entry: keep_last_error)."""
+    client.flushall()
+    sha = client.script_load(source)
+    mq.enqueue_many(QUEUE, ["x"] * jobs, max_attempts=5)
+    held = _claimed(mq, jobs)
+    if failed_before:
+        for job in held:
+            mq.fail(QUEUE, job.id, job.token, error="connection reset by peer", backoff_ms=0)
+        held = _claimed(mq, jobs)
+    client.config_resetstat()
+    for job in held:
+        call = moves.fail(QUEUE, job.id, job.token, error="timeout after 3000 ms", backoff_ms=0, actor="bench")
+        call.parse(client.evalsha(sha, len(call.keys), *call.keys, *call.args))
+    return _evalsha_us(client)
+
+
 def _line(name: str, values: list[float]) -> str:
     return f"  {name:<34} median {statistics.median(values):6.1f} us  rounds " + " / ".join(f"{v:.1f}" for v in values)
 
@@ -135,7 +161,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             before_dir = lua_dir_of(args.before, Path(tmp))
             sources = {side: {name: expand(f"{name}.lua", (before_dir,)) if side == "before" else script(name).source
-                              for name in ("finish_claim", "enqueue")} for side in ("before", "today")}
+                              for name in ("finish_claim", "enqueue", "fail")} for side in ("before", "today")}
         cut = "local err = check_keys(nil)"
         keys = QueueKeys(QUEUE).script_keys(None)
         print("definitions (finish_claim stopped after its includes):", flush=True)
@@ -156,9 +182,13 @@ def main() -> int:
                 figures.setdefault(("finish_claim of 8, per job", side), []).append(
                     finish_claim_batch_us(client, mq, scripts["finish_claim"], args.jobs))
                 figures.setdefault(("enqueue", side), []).append(enqueue_us(client, scripts["enqueue"], args.jobs))
+                for failed_before, move in ((False, "fail, a first error"), (True, "fail, after another error")):
+                    figures.setdefault((move, side), []).append(
+                        fail_us(client, mq, scripts["fail"], args.jobs, failed_before=failed_before))
         for (move, side), values in figures.items():
             print(_line(f"{move}, {side}", values), flush=True)
-        for move in ("finish_claim", "finish_claim of 8, per job", "enqueue"):
+        for move in ("finish_claim", "finish_claim of 8, per job", "enqueue", "fail, a first error",
+                     "fail, after another error"):
             ratios = [t / b for b, t in zip(figures[(move, "before")], figures[(move, "today")])]
             print(f"  {move}: today / before per round " + ", ".join(f"{r:.3f}" for r in ratios)
                   + f"; median {statistics.median(ratios):.3f}", flush=True)

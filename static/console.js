@@ -189,18 +189,12 @@
   // socket again when its close looks abnormal (a proxy's, a restart's), and a search socket that opens starts
   // its search over: its first message would empty the matches being read, and Redis would be searched again.
   // So an ended search's socket that opens again is closed at once, and anything it sends is dropped.
-  const searchResults = (e) => e.target instanceof Element && e.target.matches(".search-results") ? e.target : null;
-  document.addEventListener("htmx:wsAfterMessage", (e) => {
-    const results = searchResults(e);
-    if (results && results.querySelector(".search-act[data-final]")) results.dataset.ended = "1";
-  });
-  document.addEventListener("htmx:wsBeforeMessage", (e) => {
-    const results = searchResults(e);
-    if (results && results.dataset.ended) e.preventDefault();
-  });
+  // Ended: the act buttons of its last message are on the page (a message that brings them is not dropped).
+  const endedSearch = (e) => e.target instanceof Element && e.target.matches(".search-results") &&
+    e.target.querySelector(".search-act[data-final]") !== null;
+  document.addEventListener("htmx:wsBeforeMessage", (e) => { if (endedSearch(e)) e.preventDefault(); });
   document.addEventListener("htmx:wsOpen", (e) => {
-    const results = searchResults(e);
-    if (results && results.dataset.ended && e.detail.event) e.detail.event.target.close(1000, "the search has ended");
+    if (endedSearch(e) && e.detail.event) e.detail.event.target.close(1000, "the search has ended");
   });
   document.addEventListener("htmx:afterSettle", () => {
     const runs = document.querySelector("#search-results .action-runs");

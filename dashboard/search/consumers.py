@@ -104,15 +104,14 @@ class SearchConsumer(ClosedTabTolerant):
         except asyncio.CancelledError:
             raise
         except EmqError as error:
-            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
-                                                       self._context(error=str(error))))
+            await self.send(text_data=self._progress(error=str(error)))
             await self.close(code=1000)
         except Exception:
             log.exception("a search failed")
             # Said, and closed normally: the ws extension opens a socket closed with 1011 again, and a search
             # that fails the same way would then start over and over, each time reading Redis again.
-            await self.send(text_data=render_to_string("dashboard/search/_progress.html", self._context(
-                error="the search failed in the console (its log says why): search again to try once more")))
+            await self.send(text_data=self._progress(
+                error="the search failed in the console (its log says why): search again to try once more"))
             await self.close(code=1000)
 
     async def _search(self) -> None:
@@ -120,17 +119,14 @@ class SearchConsumer(ClosedTabTolerant):
         names = [request.queue] if request.queue else request.queues(
             await asyncio.to_thread(read, lambda mq: mq.known_queues().names))
         if not names:
-            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
-                                                       self._context(error="no queue name holds "
-                                                                           f"{request.queue_filter!r}")))
+            await self.send(text_data=self._progress(error=f"no queue name holds {request.queue_filter!r}"))
             await self.close(code=1000)
             return
         reader = await database_sync_to_async(reader_for)(self.scope["user"])
         maskers = await asyncio.to_thread(read_maskers, reader, names[:limits().max_queues])
         problem = search_problem(request.query, maskers)
         if problem:
-            await self.send(text_data=render_to_string("dashboard/search/_progress.html",
-                                                       self._context(error=problem)))
+            await self.send(text_data=self._progress(error=problem))
             await self.close(code=1000)
             return
         if not await self._take_slot():
@@ -154,8 +150,7 @@ class SearchConsumer(ClosedTabTolerant):
                 if str(busy) != told:
                     told = str(busy)
                     waiting = f"{busy}; this one starts when one of them ends or is stopped"
-                    await self.send(text_data=render_to_string("dashboard/search/_progress.html",
-                                                               self._context(waiting=waiting)))
+                    await self.send(text_data=self._progress(waiting=waiting))
             await asyncio.sleep(WAIT_POLL_S)
         return False
 
@@ -237,8 +232,9 @@ class SearchConsumer(ClosedTabTolerant):
                                                                             all_act=all_act,
                                                                             many=len(engine.queues) > 1))
 
-    def _progress(self, *, final: bool = False) -> str:
-        return render_to_string("dashboard/search/_progress.html", self._context(final=final))
+    def _progress(self, **state: Any) -> str:
+        """Where the search stands: ``final``, ``error`` or ``waiting`` (none of them: still searching)."""
+        return render_to_string("dashboard/search/_progress.html", self._context(**state))
 
 
 def _allowed_moves(user: Any, queue: str, moves: list[str]) -> list[str]:

@@ -312,6 +312,7 @@ end
 -- A last_error longer than any script writes (another writer's) is not read: the entry notes its length.
 local function keep_last_error(job_key, new_error)
   local length = redis.call('HSTRLEN', job_key, 'last_error')
+  if length == 0 then return end  -- no error yet (a first failure): nothing to keep, nothing to read
   local old_error
   if length > MAX_ERROR_BYTES then
     old_error = 'a last_error of ' .. length .. ' bytes, not read'

@@ -13,6 +13,7 @@ from queues.cli import main
 from queues.deploys import deploy_mark, deploy_marks
 from queues.moves import MAX_INT
 from queues.worker import Worker
+from tests.support.why import scripts_usec
 
 DAY_MS = 86_400_000
 
@@ -76,11 +77,6 @@ async def test_a_worker_whose_release_is_new_to_its_queue_marks_the_deploy(redis
     assert [label for _, label in marks(mq)] == ["v8"]
 
 
-def _redis_usec(mq: EchoMQ) -> int:
-    stats = mq.redis.info("commandstats")
-    return sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
-
-
 # Expired marks are also past the cap: each mark drops 100 of them for each rule.
 @pytest.mark.parametrize(("old", "dropped_per_mark"), [(True, 200), (False, 100)], ids=["expired", "past-the-cap"])
 def test_a_mark_drops_at_most_100_marks_of_a_set_another_writer_filled_per_rule(mq: EchoMQ, old: bool,
@@ -101,4 +97,4 @@ def test_a_mark_drops_at_most_100_marks_of_a_set_another_writer_filled_per_rule(
     newest = mq.run(deploy_marks(since_ms=0, until_ms=MAX_INT - 1, limit=2, newest=True)).marks
     assert {m.label for m in newest} == {"v2", "v3"}
     # Redis's own time for both marks: far under a second at any load.
-    assert 0 < _redis_usec(mq) < 1_000_000
+    assert 0 < scripts_usec(mq) < 1_000_000

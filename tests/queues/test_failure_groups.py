@@ -10,6 +10,7 @@ import pytest
 from queues import EchoMQ, NothingToClaim, QueueKeys, moves
 from queues.failures import group_failed, groups, signatures
 from queues.search import Query, Search, move_matches
+from tests.support.why import scripts_usec
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -254,8 +255,7 @@ def test_a_groups_foreign_release_list_of_megabytes_is_not_split_for_each_job_it
     assert step.grouped == 20 and mq.run(groups("q")).groups[0].count == 21
     # Far longer than the moves write (16 release numbers), it is left as it is.
     assert mq.redis.hget(key, "rels") == b"1 " * 1_000_000
-    stats = mq.redis.info("commandstats")
-    usec = sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
+    usec = scripts_usec(mq)
     assert 0 < usec < 1_000_000
 
 

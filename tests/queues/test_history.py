@@ -8,6 +8,7 @@ import pytest
 
 from queues import EchoMQ, QueueKeys, moves
 from queues.moves import Call, Report
+from tests.support.why import scripts_usec
 
 
 def test_every_move_appends_to_the_jobs_own_history_in_order(any_mq: EchoMQ) -> None:
@@ -281,10 +282,9 @@ def test_a_foreign_history_of_thousands_of_lines_is_cut_to_the_newest_in_one_pas
 
     seen = [e.move for e in mq.job_events("q", "a")]
     assert seen[0] == "complete" and len(seen) == 32
-    stats = mq.redis.info("commandstats")
     # Redis's own time for the move (EVAL when the script was not cached yet): far under a second at any load,
     # where the pass per dropped line took seconds on an idle machine.
-    usec = sum(stats.get(name, {}).get("usec", 0) for name in ("cmdstat_evalsha", "cmdstat_eval"))
+    usec = scripts_usec(mq)
     assert 0 < usec < 1_000_000
 
 

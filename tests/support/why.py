@@ -45,6 +45,11 @@ def redis_usec(mq: EchoMQ, command: str) -> float:
     return used
 
 
+def scripts_usec(mq: EchoMQ) -> float:
+    """Microseconds Redis spent running scripts since the last reset: EVALSHA, and EVAL when one was not cached."""
+    return redis_usec(mq, "evalsha") + redis_usec(mq, "eval")
+
+
 HANDLERS = '''
 import os
 import time

@@ -4,6 +4,7 @@ failure group's value too long to read is flagged, readable in both schemes, on 
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import urlencode
 
 import pytest
@@ -56,7 +57,8 @@ def test_a_bidi_id_is_shown_escaped_and_flagged_and_can_still_be_deleted(operato
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_a_failure_groups_value_too_long_to_read_is_flagged_readable_and_fits_a_phone(
-        browser: Browser, console: Console, operator_login: tuple[str, str], mq: EchoMQ, scheme: str) -> None:
+        browser: Browser, console: Console, operator_login: tuple[str, str], mq: EchoMQ,
+        scheme: Literal["light", "dark"]) -> None:
     queue = "odd-group-" + scheme
     [job_id] = failed_jobs(mq, queue, 1)
     [group] = mq.run(groups(queue)).groups
